@@ -1,0 +1,57 @@
+"""The backend contract: what every storage engine behind ``LongTermMemory`` provides.
+
+The seam: a backend is a small async class with six methods (``upsert``, ``search``,
+``delete``, ``count``, ``scan``, ``close``), registered under a name (see
+``registry.py``). The facade owns sessions, policies and the ledger; a backend only
+stores ``MemoryRecord``s and finds them again. ``tests/contract/`` defines "works".
+
+What every backend promises:
+- ``upsert`` is idempotent by ``record.id``: writing a record twice leaves one record.
+  It returns only after the engine confirmed the write (the ledger moves after it), and
+  raises a ``LongTermMemoryError`` otherwise.
+- ``search``, ``count``, ``scan`` and ``delete`` touch only records of ``scope``. The scope
+  goes into the engine's structured filters or escaped query syntax, never pasted raw.
+- ``search`` never raises for odd query text (quotes, operators, an empty string); an
+  empty or term-less query returns no hits.
+
+Optional hooks, looked up with ``getattr``: ``make_ledger()`` (keep the ledger in the
+engine), ``scopes()`` (list (app, user) pairs, for stats), ``from_config(config, root)``
+(build from ``backend_config``; otherwise the class is called with ``**config``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import ClassVar, Optional, Protocol, runtime_checkable
+
+from ..records import Hit, MemoryRecord, Scope
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: ClassVar[str]
+
+    async def upsert(self, records: Sequence[MemoryRecord]) -> None:
+        """Insert or replace ``records`` by id; return once the engine confirmed it."""
+
+    async def search(
+        self,
+        scope: Scope,
+        query: str,
+        top_k: int,
+        *,
+        query_vector: Optional[Sequence[float]] = None,
+    ) -> list[Hit]:
+        """Records of ``scope`` that match ``query``, best first, at most ``top_k``."""
+
+    async def delete(self, scope: Scope, ids: Optional[Sequence[str]] = None) -> int:
+        """Delete ``ids`` (or every record of ``scope`` when None); return how many."""
+
+    async def count(self, scope: Scope) -> int:
+        """How many records ``scope`` has."""
+
+    def scan(self, scope: Scope, batch_size: int = 500) -> AsyncIterator[MemoryRecord]:
+        """Every record of ``scope``, oldest first."""
+
+    async def close(self) -> None:
+        """Release connections; the backend is unusable afterwards."""

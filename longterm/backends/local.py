@@ -1,0 +1,240 @@
+"""The embedded default backend: one SQLite file, FTS5 BM25, no service, no API key.
+
+The seam: ``LocalBackend(path)`` implements the backend contract (``base.py``) over a
+single SQLite file that also holds the ledger, so one file is the whole memory.
+
+Why it is shaped so:
+- Schema as named constants; the scope is in every statement's WHERE clause, and also an
+  FTS5 column (a per-scope digest token), so a search intersects the query's posting
+  lists with the user's own instead of ranking every user's matches first.
+- Terms come from ``retrieval.text`` (CJK bigrams, stemming); the FTS5 query is built only
+  from those letter-and-digit terms, each quoted, so no user text is ever FTS5 syntax.
+- Upserts skip rows whose digest did not change, so replays cost a lookup, not a rewrite
+  of the full-text index.
+- WAL plus ``BEGIN IMMEDIATE`` and a 30 s busy timeout make several processes safe.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Optional
+
+from pydantic import BaseModel, ConfigDict
+
+from .._sqlite import SQLiteWorker, write_transaction
+from ..config import env, parse_backend_config
+from ..errors import InvalidInputError
+from ..ledger import LEDGER_SCHEMA, SQLiteLedger
+from ..records import Hit, MemoryRecord, Scope
+from ..retrieval.text import index_document, query_terms
+
+#: Largest record accepted (text plus content, UTF-8 bytes); bigger ones are refused whole.
+MAX_RECORD_BYTES = 16 * 1024 * 1024
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS memories (
+    rowid       INTEGER PRIMARY KEY,
+    index_name  TEXT NOT NULL,
+    id          TEXT NOT NULL,
+    app_name    TEXT NOT NULL,
+    user_id     TEXT NOT NULL,
+    session_id  TEXT NOT NULL,
+    event_id    TEXT NOT NULL,
+    author      TEXT NOT NULL,
+    role        TEXT NOT NULL,
+    event_types TEXT NOT NULL,
+    text        TEXT NOT NULL,
+    content     TEXT NOT NULL,
+    timestamp   REAL NOT NULL,
+    metadata    TEXT NOT NULL,
+    digest      TEXT NOT NULL,
+    scope_key   TEXT NOT NULL,
+    terms       TEXT NOT NULL,
+    UNIQUE (index_name, id)
+);
+CREATE INDEX IF NOT EXISTS memories_scope ON memories (index_name, app_name, user_id, timestamp);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (
+    scope_key, terms, content='memories', content_rowid='rowid',
+    tokenize='unicode61 remove_diacritics 0'
+);
+CREATE TRIGGER IF NOT EXISTS memories_ai AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts (rowid, scope_key, terms) VALUES (new.rowid, new.scope_key, new.terms);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_ad AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, scope_key, terms)
+    VALUES ('delete', old.rowid, old.scope_key, old.terms);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_au AFTER UPDATE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, scope_key, terms)
+    VALUES ('delete', old.rowid, old.scope_key, old.terms);
+    INSERT INTO memories_fts (rowid, scope_key, terms) VALUES (new.rowid, new.scope_key, new.terms);
+END;
+"""
+
+COLUMNS = "id, app_name, user_id, session_id, event_id, author, role, event_types, text, content, timestamp, metadata"
+
+UPSERT = f"""
+INSERT INTO memories (index_name, {COLUMNS}, digest, scope_key, terms)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (index_name, id) DO UPDATE SET
+    author = excluded.author, role = excluded.role, event_types = excluded.event_types,
+    text = excluded.text, content = excluded.content, timestamp = excluded.timestamp,
+    metadata = excluded.metadata, digest = excluded.digest, terms = excluded.terms
+WHERE memories.digest != excluded.digest
+"""
+
+SEARCH = f"""
+SELECT {", ".join("m." + c.strip() for c in COLUMNS.split(","))}, bm25(memories_fts, 0.0, 1.0) AS rank
+FROM memories_fts JOIN memories AS m ON m.rowid = memories_fts.rowid
+WHERE memories_fts MATCH ? AND m.index_name = ? AND m.app_name = ? AND m.user_id = ?
+ORDER BY rank LIMIT ?
+"""
+
+COUNT = "SELECT count(*) FROM memories WHERE index_name = ? AND app_name = ? AND user_id = ?"
+SCAN = f"""
+SELECT rowid, {COLUMNS} FROM memories
+WHERE index_name = ? AND app_name = ? AND user_id = ? AND rowid > ?
+ORDER BY rowid LIMIT ?
+"""
+DELETE_ALL = "DELETE FROM memories WHERE index_name = ? AND app_name = ? AND user_id = ?"
+DELETE_ONE = "DELETE FROM memories WHERE index_name = ? AND app_name = ? AND user_id = ? AND id = ?"
+SCOPES = "SELECT app_name, user_id, count(*) FROM memories WHERE index_name = ? GROUP BY app_name, user_id"
+
+
+class LocalConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: Optional[str] = None
+    """SQLite file; default ``$LONGTERM_LOCAL_PATH`` or ``<LONGTERM_HOME>/memory.db``."""
+    index: str = "default_app"
+    max_record_bytes: int = MAX_RECORD_BYTES
+
+
+def _scope_key(index: str, scope: Scope) -> str:
+    return "s" + Scope(app_name=index + "\x1f" + scope.app_name, user_id=scope.user_id).key()
+
+
+def _row_to_record(row: Sequence[Any]) -> MemoryRecord:
+    return MemoryRecord(
+        id=row[0],
+        app_name=row[1],
+        user_id=row[2],
+        session_id=row[3],
+        event_id=row[4],
+        author=row[5],
+        role=row[6],
+        event_types=json.loads(row[7]),
+        text=row[8],
+        content=json.loads(row[9]),
+        timestamp=row[10],
+        metadata=json.loads(row[11]),
+    )
+
+
+def fts_query(query: str) -> str:
+    """An FTS5 expression matching any of the query's terms; '' when it has none."""
+    terms = query_terms(query)
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+class LocalBackend:
+    name: ClassVar[str] = "local"
+
+    def __init__(self, path: str | Path, *, index: str = "default_app", max_record_bytes: int = MAX_RECORD_BYTES):
+        self.path = Path(path).expanduser()
+        self.index = index
+        self.max_record_bytes = max_record_bytes
+        self._worker = SQLiteWorker(self.path, SCHEMA + LEDGER_SCHEMA)
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], *, root: Path) -> "LocalBackend":
+        cfg = parse_backend_config(LocalConfig, config, cls.name)
+        path = cfg.path or env("LONGTERM_LOCAL_PATH") or str(root / "memory.db")
+        return cls(path, index=cfg.index, max_record_bytes=cfg.max_record_bytes)
+
+    def make_ledger(self) -> SQLiteLedger:
+        return SQLiteLedger(worker=self._worker)
+
+    def _row(self, r: MemoryRecord) -> tuple:
+        content = json.dumps(r.content, ensure_ascii=False)
+        size = len(r.text.encode("utf-8")) + len(content.encode("utf-8"))
+        if size > self.max_record_bytes:
+            raise InvalidInputError(
+                f"event {r.event_id!r} of session {r.session_id!r} is {size} bytes, over the local "
+                f"backend's limit of {self.max_record_bytes}; raise backend_config['max_record_bytes'] "
+                "or exclude such events with the auto-save policy."
+            )
+        return (
+            self.index, r.id, r.app_name, r.user_id, r.session_id, r.event_id, r.author, r.role,
+            json.dumps(r.event_types), r.text, content, r.timestamp,
+            json.dumps(r.metadata, ensure_ascii=False), r.digest(),
+            _scope_key(self.index, r.scope), index_document(r.text),
+        )  # fmt: skip
+
+    async def upsert(self, records: Sequence[MemoryRecord]) -> None:
+        if not records:
+            return
+        rows = [self._row(r) for r in records]
+
+        def w(conn: sqlite3.Connection) -> None:
+            with write_transaction(conn):
+                conn.executemany(UPSERT, rows)
+
+        await self._worker.run(w)
+
+    async def search(
+        self,
+        scope: Scope,
+        query: str,
+        top_k: int,
+        *,
+        query_vector: Optional[Sequence[float]] = None,
+    ) -> list[Hit]:
+        match = fts_query(query)
+        if not match:
+            return []
+        expr = f'scope_key : "{_scope_key(self.index, scope)}" AND terms : ({match})'
+        params = (expr, self.index, scope.app_name, scope.user_id, top_k)
+
+        def q(conn: sqlite3.Connection) -> list[Hit]:
+            return [
+                Hit(record=_row_to_record(row), score=-row[-1], arms={"fulltext": -row[-1]})
+                for row in conn.execute(SEARCH, params)
+            ]
+
+        return await self._worker.run(q)
+
+    async def delete(self, scope: Scope, ids: Optional[Sequence[str]] = None) -> int:
+        base = (self.index, scope.app_name, scope.user_id)
+
+        def w(conn: sqlite3.Connection) -> int:
+            with write_transaction(conn):
+                if ids is None:
+                    return conn.execute(DELETE_ALL, base).rowcount
+                return sum(conn.execute(DELETE_ONE, (*base, i)).rowcount for i in ids)
+
+        return await self._worker.run(w)
+
+    async def count(self, scope: Scope) -> int:
+        params = (self.index, scope.app_name, scope.user_id)
+        return await self._worker.run(lambda conn: conn.execute(COUNT, params).fetchone()[0])
+
+    async def scan(self, scope: Scope, batch_size: int = 500) -> AsyncIterator[MemoryRecord]:
+        last = 0
+        while True:
+            params = (self.index, scope.app_name, scope.user_id, last, batch_size)
+            rows = await self._worker.run(lambda conn, p=params: conn.execute(SCAN, p).fetchall())
+            for row in rows:
+                yield _row_to_record(row[1:])
+            if len(rows) < batch_size:
+                return
+            last = rows[-1][0]
+
+    async def scopes(self) -> list[tuple[str, str, int]]:
+        return await self._worker.run(lambda conn: conn.execute(SCOPES, (self.index,)).fetchall())
+
+    async def close(self) -> None:
+        await self._worker.close()

@@ -1,0 +1,78 @@
+"""The backend registry: names to backend classes, so nothing branches on a name.
+
+The seam: ``register(name, cls_or_path)`` adds a backend, ``create(name, config, root)``
+builds one, ``names()`` lists them. Built-in backends are registered as import paths so
+an optional client library is imported only when its backend is chosen; third-party
+packages register through the ``longterm.backends`` entry-point group (like fsspec's
+protocol registry), with no change to longterm.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, Union
+
+from ..errors import ConfigurationError
+
+ENTRY_POINT_GROUP = "longterm.backends"
+
+_registry: dict[str, Union[str, type]] = {
+    "local": "longterm.backends.local:LocalBackend",
+}
+_entry_points_loaded = False
+
+
+def register(name: str, backend: Union[str, type], *, replace: bool = False) -> None:
+    """Register ``backend`` (a class or a ``"module:Class"`` path) under ``name``."""
+    key = name.strip().lower()
+    if key in _registry and not replace and _registry[key] != backend:
+        raise ConfigurationError(f"a backend named {key!r} is already registered; pass replace=True to override it.")
+    _registry[key] = backend
+
+
+def _load_entry_points() -> None:
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        _registry.setdefault(ep.name.lower(), ep.value)
+
+
+def names() -> list[str]:
+    _load_entry_points()
+    return sorted(_registry)
+
+
+def backend_class(name: str) -> type:
+    _load_entry_points()
+    key = name.strip().lower()
+    target = _registry.get(key)
+    if target is None:
+        raise ConfigurationError(f"unknown backend {name!r}; registered backends: {', '.join(names())}.")
+    if isinstance(target, str):
+        module, _, attr = target.partition(":")
+        try:
+            target = getattr(importlib.import_module(module), attr)
+        except ImportError as exc:
+            from ..errors import MissingDependencyError
+
+            if isinstance(exc, MissingDependencyError):
+                raise
+            raise ConfigurationError(f"backend {name!r} could not be imported from {module}: {exc}") from exc
+        _registry[key] = target
+    return target
+
+
+def create(name: str, config: dict[str, Any], root: Path) -> Any:
+    """Build backend ``name`` from ``backend_config``; errors name the bad key."""
+    cls = backend_class(name)
+    factory = getattr(cls, "from_config", None)
+    if factory is not None:
+        return factory(dict(config), root=root)
+    try:
+        return cls(**config)
+    except TypeError as exc:
+        raise ConfigurationError(f"invalid backend_config for {name!r}: {exc}") from exc

@@ -1,0 +1,48 @@
+"""Where configuration comes from: arguments first, then ``LONGTERM_*`` variables.
+
+The seam: ``home()`` is the directory longterm writes to by default, and
+``parse_backend_config(Model, config, backend)`` validates a backend's ``backend_config``
+dict into its pydantic model, with errors that name the offending key.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from .errors import ConfigurationError
+
+M = TypeVar("M", bound=BaseModel)
+
+#: Default directory for embedded stores and ledgers; override with LONGTERM_HOME.
+DEFAULT_HOME = ".longterm"
+
+
+def home() -> Path:
+    return Path(os.environ.get("LONGTERM_HOME") or DEFAULT_HOME).expanduser()
+
+
+def env(*names: str) -> str | None:
+    """The first of ``names`` set (non-empty) in the environment."""
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
+def parse_backend_config(model: type[M], config: dict[str, Any], backend: str) -> M:
+    try:
+        return model.model_validate(config)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err["loc"]) or "backend_config"
+            problems.append(f"'{where}': {err['msg']}")
+        known = ", ".join(model.model_fields)
+        raise ConfigurationError(
+            f"invalid backend_config for backend {backend!r}: {'; '.join(problems)}. Known keys: {known}."
+        ) from None

@@ -1,0 +1,58 @@
+"""What ``search_memory`` returns: ADK's types when google-adk is installed, look-alikes otherwise.
+
+The seam: ``MemoryServiceBase``, ``MemoryEntry``, ``SearchMemoryResponse`` and
+``make_content(dict)``. With google-adk importable they *are* ADK's classes, so
+``LongTermMemory`` subclasses ``BaseMemoryService`` and ADK's ``Runner``, its pydantic
+``InvocationContext`` and its ``load_memory`` tool accept it and its results unchanged
+(pydantic validates those by class, so duck typing would not be enough). Without
+google-adk, pydantic models with the same field names stand in, and the core install
+stays free of ADK's dependency tree.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC
+from typing import Any, Optional
+
+from pydantic import BaseModel, Field
+
+from .sessions import Content
+
+log = logging.getLogger("longterm")
+
+try:  # pragma: no branch - which arm runs depends on the install
+    from google.adk.memory.base_memory_service import BaseMemoryService as MemoryServiceBase
+    from google.adk.memory.base_memory_service import SearchMemoryResponse
+    from google.adk.memory.memory_entry import MemoryEntry
+    from google.genai import types as _genai_types
+
+    HAVE_ADK = True
+except ImportError:
+    HAVE_ADK = False
+    _genai_types = None
+
+    class MemoryServiceBase(ABC):  # type: ignore[no-redef]
+        """Stand-in for ADK's BaseMemoryService when google-adk is not installed."""
+
+    class MemoryEntry(BaseModel):  # type: ignore[no-redef]
+        """Same fields as ADK's MemoryEntry."""
+
+        content: Content
+        custom_metadata: dict[str, Any] = Field(default_factory=dict)
+        id: Optional[str] = None
+        author: Optional[str] = None
+        timestamp: Optional[str] = None
+
+    class SearchMemoryResponse(BaseModel):  # type: ignore[no-redef]
+        memories: list[MemoryEntry] = Field(default_factory=list)
+
+
+def make_content(content: dict[str, Any], fallback_text: str) -> Any:
+    """The stored ADK-shaped content as ADK's ``types.Content`` (or ours)."""
+    cls = _genai_types.Content if HAVE_ADK else Content
+    try:
+        return cls.model_validate(content)
+    except Exception:  # content written by another tool or version: keep its text
+        log.debug("stored content did not validate; returning its text", exc_info=True)
+        return cls.model_validate({"role": content.get("role") or "user", "parts": [{"text": fallback_text}]})

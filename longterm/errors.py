@@ -1,0 +1,54 @@
+"""One error family for everything longterm raises on purpose.
+
+The seam: callers catch ``LongTermMemoryError`` (or one of its few subclasses) and
+never a client library's exception. Each message says what is wrong *and what to do
+next*; the original exception stays chained as ``__cause__`` for debugging.
+
+Why so few classes: users branch on "my input was bad", "my configuration is wrong",
+"an optional package is missing" and "the server is unreachable"; finer distinctions
+belong in the message, not in the type hierarchy.
+"""
+
+from __future__ import annotations
+
+
+class LongTermMemoryError(Exception):
+    """Base class of every error longterm raises deliberately."""
+
+
+class ConfigurationError(LongTermMemoryError, ValueError):
+    """The configuration (backend name, backend_config, environment) is invalid."""
+
+
+class InvalidInputError(LongTermMemoryError, ValueError):
+    """A session, event, id or query given by the caller cannot be used."""
+
+
+class MissingDependencyError(LongTermMemoryError, ImportError):
+    """An optional dependency is not installed; the message names the extra."""
+
+    def __init__(self, package: str, extra: str, purpose: str) -> None:
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"{purpose} needs the optional package '{package}', which is not installed. "
+            f"Install it with: pip install 'longterm[{extra}]'"
+        )
+
+
+class BackendUnavailableError(LongTermMemoryError, ConnectionError):
+    """The backend's engine could not be reached or refused the operation."""
+
+
+class BackendError(LongTermMemoryError, RuntimeError):
+    """The backend's engine answered, but the operation failed."""
+
+
+def require(module: str, *, package: str, extra: str, purpose: str):
+    """Import an optional module or raise MissingDependencyError naming the extra."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingDependencyError(package, extra, purpose) from exc

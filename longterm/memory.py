@@ -1,0 +1,307 @@
+"""``LongTermMemory``: the facade agents and scripts talk to.
+
+The seam: ADK's ``BaseMemoryService`` API (``add_session_to_memory``, ``search_memory``,
+``add_events_to_memory``, ``add_memory``, ``delete_memory``) over any registered backend.
+It owns the flow of a save - read the session, ask the ledger what is new, apply the
+policy, upsert, then move the ledger - so backends only store and find records.
+
+Why the ledger moves last: a save either lands or raises. If the backend fails, the
+ledger still says the events are unsaved and the next save retries them; record ids are
+derived, so a retry (or a second worker doing the same save) overwrites, never duplicates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+
+from . import config as _config
+from ._sync import SyncPortal
+from .backends import registry
+from .backends.base import Backend
+from .entries import MemoryEntry, MemoryServiceBase, SearchMemoryResponse, make_content
+from .errors import BackendError, ConfigurationError, InvalidInputError, LongTermMemoryError
+from .ledger import Ledger, SQLiteLedger
+from .policies import resolve_policy
+from .records import Hit, MemoryRecord, Scope, record_id
+from .saves import make_record, plan_save
+from .sessions import Event, SessionView, event_ids, read_session, to_event
+
+log = logging.getLogger("longterm")
+
+#: ``top_k`` accepted by search (a guard against accidental full scans).
+MAX_TOP_K = 1000
+
+
+class SaveResult(BaseModel):
+    """What one save did. ADK ignores it; scripts and the CLI print it."""
+
+    session_id: str
+    new_events: int
+    """Events the ledger had not seen before this save."""
+    saved: int
+    """Records written (new events the policy kept)."""
+
+
+def _default_backend() -> str:
+    return _config.env("LONGTERM_BACKEND") or "local"
+
+
+class LongTermMemory(MemoryServiceBase, BaseModel):
+    """Long-term memory for agents, over a backend chosen by name or given as an instance.
+
+    ``LongTermMemory()`` stores in ``./.longterm/memory.db`` (SQLite, offline).
+    ``LongTermMemory(backend="redis", backend_config={"url": ...})`` changes only where.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    backend: Any = Field(default_factory=_default_backend)
+    """A registered backend name (``local``, ``redis``, ...) or a backend instance."""
+    backend_config: dict[str, Any] = Field(default_factory=dict)
+    top_k: int = Field(default=5, ge=1, le=MAX_TOP_K)
+    index: str = ""
+    """Namespace inside the engine; defaults to ``app_name``, then ``default_app``."""
+    app_name: str = ""
+    auto_save_memory_policy: Any = None
+    """Policy used when a save names none: a preset name, a dict, a policy, or None."""
+    ledger: Any = None
+    """A ``Ledger``; default: the backend's own, else SQLite in ``LONGTERM_HOME``."""
+
+    _backend: Any = PrivateAttr(default=None)
+    _ledger: Any = PrivateAttr(default=None)
+    _portal: Optional[SyncPortal] = PrivateAttr(default=None)
+
+    @field_validator("backend")
+    @classmethod
+    def _check_backend(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            if not v.strip():
+                raise ValueError("backend name must not be empty")
+            return v.strip().lower()
+        if not isinstance(v, Backend):
+            raise ValueError(
+                f"backend must be a registered name ({', '.join(registry.names())}) or an object "
+                "with upsert/search/delete/count/scan/close"
+            )
+        return v
+
+    def model_post_init(self, __context: Any) -> None:
+        self.index = self.index or self.app_name or "default_app"
+        self.auto_save_memory_policy = resolve_policy(self.auto_save_memory_policy)
+        if isinstance(self.backend, str):
+            cfg = dict(self.backend_config)
+            cfg.setdefault("index", self.index)
+            self._backend = registry.create(self.backend, cfg, _config.home())
+        else:
+            self._backend = self.backend
+        if self.ledger is not None:
+            if not isinstance(self.ledger, Ledger):
+                raise ConfigurationError("ledger must implement saved/mark_saved/forget/close (see longterm.ledger).")
+            self._ledger = self.ledger
+        else:
+            make = getattr(self._backend, "make_ledger", None)
+            self._ledger = (make() if make else None) or SQLiteLedger(_config.home() / "ledger.db")
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    @property
+    def backend_instance(self) -> Backend:
+        return self._backend
+
+    @property
+    def backend_name(self) -> str:
+        return getattr(self._backend, "name", type(self._backend).__name__)
+
+    @asynccontextmanager
+    async def _engine(self, what: str) -> AsyncIterator[None]:
+        """Let our own errors through; wrap anything else with what failed and where."""
+        try:
+            yield
+        except LongTermMemoryError:
+            raise
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            raise BackendError(
+                f"{what} failed on backend {self.backend_name!r}: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    @staticmethod
+    def _scope(app_name: Any, user_id: Any) -> Scope:
+        try:
+            return Scope(app_name=app_name, user_id=user_id)
+        except Exception as exc:
+            msg = exc.errors()[0]["msg"] if hasattr(exc, "errors") else str(exc)
+            raise InvalidInputError(msg.removeprefix("Value error, ")) from None
+
+    async def _write(self, scope: Scope, session_id: str, records: list[MemoryRecord], covered: list[str]) -> None:
+        if records:
+            async with self._engine("saving memories"):
+                await self._backend.upsert(records)
+        # Only now, after the backend confirmed, does the ledger move.
+        await self._ledger.mark_saved(scope, session_id, covered)
+
+    # -- ADK BaseMemoryService ----------------------------------------------------------
+
+    async def add_session_to_memory(self, session: Any, *, auto_save_memory_policy: Any = None) -> SaveResult:
+        """Save what is new in ``session`` (ADK Session, dict or ``longterm.Session``)."""
+        view = read_session(session)
+        scope = self._scope(view.app_name, view.user_id)
+        policy = resolve_policy(auto_save_memory_policy) if auto_save_memory_policy is not None else self.auto_save_memory_policy
+        saved = await self._ledger.saved(scope, view.session_id)
+        plan = plan_save(view, saved, policy)
+        await self._write(scope, view.session_id, plan.records, [r.event_id for r in plan.records])
+        log.debug("saved %d of %d new events of session %s", len(plan.records), plan.new_events, view.session_id)
+        return SaveResult(session_id=view.session_id, new_events=plan.new_events, saved=len(plan.records))
+
+    async def add_events_to_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        events: Sequence[Any],
+        session_id: Optional[str] = None,
+        custom_metadata: Optional[Mapping[str, object]] = None,
+    ) -> SaveResult:
+        """Save a delta of events (ADK's API); the default policy and the ledger apply."""
+        scope = self._scope(app_name, user_id)
+        sid = session_id or "_events"
+        view = SessionView(app_name, user_id, sid, event_ids(list(events)), list(events))
+        saved = await self._ledger.saved(scope, sid)
+        plan = plan_save(view, saved, self.auto_save_memory_policy, custom_metadata)
+        await self._write(scope, sid, plan.records, [r.event_id for r in plan.records])
+        return SaveResult(session_id=sid, new_events=plan.new_events, saved=len(plan.records))
+
+    async def add_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        memories: Sequence[Any],
+        custom_metadata: Optional[Mapping[str, object]] = None,
+    ) -> SaveResult:
+        """Write explicit memories (``MemoryEntry``-like: content, author, timestamp, id) as they are."""
+        scope = self._scope(app_name, user_id)
+        raw = []
+        for m in memories:
+            get = m.get if isinstance(m, dict) else lambda k, m=m: getattr(m, k, None)
+            raw.append({"id": get("id"), "author": get("author") or "user", "timestamp": get("timestamp"), "content": get("content")})
+        ids = event_ids(raw)
+        policy = resolve_policy({"preset": "all", "include_empty_text": False})
+        records = []
+        for rid, r in zip(ids, raw):
+            rec = make_record(app_name, user_id, "_direct", to_event(r, rid), policy, custom_metadata)
+            if rec is not None:
+                records.append(rec)
+        async with self._engine("saving memories"):
+            await self._backend.upsert(records)
+        return SaveResult(session_id="_direct", new_events=len(raw), saved=len(records))
+
+    async def search_memory(self, *, app_name: str, user_id: str, query: str, top_k: Optional[int] = None) -> Any:
+        """The memories of (app, user) that best match ``query``, best first."""
+        scope = self._scope(app_name, user_id)
+        hits = await self.search_hits(scope, query, top_k)
+        return SearchMemoryResponse(memories=[self._entry(h) for h in hits])
+
+    async def delete_memory(self, *, app_name: str, user_id: str, memory_id: Optional[str] = None) -> int:
+        """Delete one memory by id, or (no id) erase every memory of that user in that app."""
+        scope = self._scope(app_name, user_id)
+        async with self._engine("deleting memories"):
+            if memory_id is None:
+                n = await self._backend.delete(scope)
+            else:
+                n = await self._backend.delete(scope, [memory_id])
+        if memory_id is None:
+            await self._ledger.forget(scope)
+        return n
+
+    # -- beyond ADK ---------------------------------------------------------------------
+
+    async def search_hits(self, scope: Scope, query: str, top_k: Optional[int] = None) -> list[Hit]:
+        if not isinstance(query, str):
+            raise InvalidInputError(f"query must be a string, got {type(query).__name__}.")
+        k = self.top_k if top_k is None else top_k
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_TOP_K:
+            raise InvalidInputError(f"top_k must be an integer from 1 to {MAX_TOP_K}, got {k!r}.")
+        async with self._engine("searching memories"):
+            return await self._backend.search(scope, query, k)
+
+    def _entry(self, hit: Hit) -> Any:
+        r = hit.record
+        meta = {
+            "session_id": r.session_id,
+            "event_id": r.event_id,
+            "score": hit.score,
+            "backend": self.backend_name,
+            "role": r.role,
+            "event_types": r.event_types,
+            **({"arms": hit.arms} if hit.arms else {}),
+            **hit.extra,
+            **{k: v for k, v in r.metadata.items() if k not in ("session_id", "event_id", "score")},
+        }
+        return MemoryEntry(
+            content=make_content(r.content, r.text),
+            custom_metadata=meta,
+            id=r.id,
+            author=r.author or None,
+            timestamp=r.iso_timestamp(),
+        )
+
+    async def count(self, *, app_name: str, user_id: str) -> int:
+        async with self._engine("counting memories"):
+            return await self._backend.count(self._scope(app_name, user_id))
+
+    async def iter_records(self, *, app_name: str, user_id: str) -> AsyncIterator[MemoryRecord]:
+        scope = self._scope(app_name, user_id)
+        async with self._engine("reading memories"):
+            async for rec in self._backend.scan(scope):
+                yield rec
+
+    async def upsert_records(self, records: Sequence[MemoryRecord]) -> None:
+        """Write records as they are (migration between backends, restore from export)."""
+        async with self._engine("saving memories"):
+            await self._backend.upsert(list(records))
+
+    async def close(self) -> None:
+        await self._backend.close()
+        await self._ledger.close()
+
+    async def __aenter__(self) -> "LongTermMemory":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    # -- blocking wrappers for scripts ----------------------------------------------------
+
+    def _sync(self, coro: Any) -> Any:
+        if self._portal is None:
+            self._portal = SyncPortal()
+        return self._portal.call(coro)
+
+    def add_session_to_memory_sync(self, session: Any, *, auto_save_memory_policy: Any = None) -> SaveResult:
+        return self._sync(self.add_session_to_memory(session, auto_save_memory_policy=auto_save_memory_policy))
+
+    def add_events_to_memory_sync(self, **kwargs: Any) -> SaveResult:
+        return self._sync(self.add_events_to_memory(**kwargs))
+
+    def search_memory_sync(self, *, app_name: str, user_id: str, query: str, top_k: Optional[int] = None) -> Any:
+        return self._sync(self.search_memory(app_name=app_name, user_id=user_id, query=query, top_k=top_k))
+
+    def delete_memory_sync(self, *, app_name: str, user_id: str, memory_id: Optional[str] = None) -> int:
+        return self._sync(self.delete_memory(app_name=app_name, user_id=user_id, memory_id=memory_id))
+
+    def close_sync(self) -> None:
+        self._sync(self.close())
+        if self._portal is not None:
+            self._portal.stop()
+            self._portal = None
+
+
+__all__ = ["LongTermMemory", "SaveResult", "record_id", "Event"]

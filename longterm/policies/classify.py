@@ -1,0 +1,173 @@
+"""Event classification: which role an event speaks in and what kind each part is.
+
+The seam: ``classify(event) -> Classified`` (a role and a list of ``Unit``s). The policy
+(``policy.py``) only decides which units to keep; it never looks at raw parts.
+
+Role normalisation (first matching row wins):
+
+| condition                                                      | role     |
+|----------------------------------------------------------------|----------|
+| every part is a function_response (ADK sends these as "user") | tool     |
+| content.role in user, human                                    | user     |
+| content.role in model, assistant, ai, agent, bot               | model    |
+| content.role in tool, function                                 | tool     |
+| content.role in system, developer                              | system   |
+| content.role is any other non-empty string                     | it, lower-cased |
+| no role, author is "user"                                      | user     |
+| no role, author is "system"                                    | system   |
+| no role, any other author                                      | model    |
+
+Part to unit (a part gives one unit; the unit's type names are what include/exclude
+``event_types`` match):
+
+| part                                  | unit types                       | stored as |
+|---------------------------------------|----------------------------------|-----------|
+| ``text`` with ``thought`` true         | thought                          | the part |
+| ``text`` non-blank                     | text                             | the part |
+| ``text`` blank                         | text (empty)                     | the part |
+| ``function_call``                      | function_call, tool_call         | the part |
+| ``function_response``                  | function_response, tool_response | the part |
+| ``inline_data`` / ``file_data``        | media                            | a text line with mime type and size (bytes are never stored) |
+| ``executable_code``                    | executable_code                  | the part |
+| ``code_execution_result``              | code_execution_result            | the part |
+| none of the above                      | (dropped)                        | - |
+
+Event-level units:
+
+| event field                                  | unit types     | stored as |
+|----------------------------------------------|----------------|-----------|
+| ``input_transcription``/``output_transcription`` with text | transcription | a text part |
+| ``error_code`` or ``error_message``           | error          | a text part "error CODE: message" |
+| no unit at all from the rows above            | text (empty)   | nothing |
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic_core import to_jsonable_python
+
+from ..sessions import Event, Part
+
+USER_ROLES = frozenset({"user", "human"})
+MODEL_ROLES = frozenset({"model", "assistant", "ai", "agent", "bot"})
+TOOL_ROLES = frozenset({"tool", "function"})
+SYSTEM_ROLES = frozenset({"system", "developer"})
+
+
+@dataclass
+class Unit:
+    """One classified piece of an event."""
+
+    types: tuple[str, ...]
+    text: str = ""
+    part: dict[str, Any] | None = None
+    empty: bool = False
+    media: dict[str, Any] | None = None
+
+
+@dataclass
+class Classified:
+    role: str
+    units: list[Unit] = field(default_factory=list)
+
+
+def normalize_role(event: Event) -> str:
+    content = event.content
+    parts = content.parts if content else []
+    if parts and all(p.function_response is not None for p in parts):
+        return "tool"
+    role = (content.role or "").strip().lower() if content else ""
+    if role in USER_ROLES:
+        return "user"
+    if role in MODEL_ROLES:
+        return "model"
+    if role in TOOL_ROLES:
+        return "tool"
+    if role in SYSTEM_ROLES:
+        return "system"
+    if role:
+        return role
+    author = event.author.strip().lower()
+    if author == "user":
+        return "user"
+    if author == "system":
+        return "system"
+    return "model"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(to_jsonable_python(value, fallback=str), ensure_ascii=False, sort_keys=True)
+
+
+def _part_dict(part: Part) -> dict[str, Any]:
+    body = part.model_dump(exclude_none=True)
+    body.pop("thought_signature", None)  # opaque bytes, meaningless outside the model call
+    return to_jsonable_python(body, fallback=str)
+
+
+def _media_unit(part: Part) -> Unit:
+    blob = part.inline_data or {}
+    ref = part.file_data or {}
+    mime = blob.get("mime_type") or ref.get("mime_type") or "application/octet-stream"
+    media: dict[str, Any] = {"mime_type": mime}
+    if part.inline_data is not None:
+        data = blob.get("data") or b""
+        if isinstance(data, str):  # base64 in JSON dumps: 4 characters carry 3 bytes
+            size = len(data) * 3 // 4 - data[-2:].count("=")
+        else:
+            size = len(data)
+        media["size_bytes"] = size
+        label = f"[media: {mime}, {size} bytes]"
+    else:
+        media["file_uri"] = ref.get("file_uri")
+        label = f"[media: {mime}, {ref.get('file_uri', '')}]"
+    name = blob.get("display_name") or ref.get("display_name")
+    if name:
+        media["display_name"] = name
+        label = label[:-1] + f", {name}]"
+    return Unit(types=("media",), text=label, part={"text": label}, media=media)
+
+
+def classify_part(part: Part) -> Unit | None:
+    if part.text is not None:
+        if part.thought:
+            return Unit(types=("thought",), text=part.text, part=_part_dict(part), empty=not part.text.strip())
+        return Unit(types=("text",), text=part.text, part=_part_dict(part), empty=not part.text.strip())
+    if part.function_call is not None:
+        fc = part.function_call
+        text = f"{fc.get('name', '')}({_json(fc.get('args', {}))})"
+        return Unit(types=("function_call", "tool_call"), text=text, part=_part_dict(part))
+    if part.function_response is not None:
+        fr = part.function_response
+        text = f"{fr.get('name', '')} -> {_json(fr.get('response', {}))}"
+        return Unit(types=("function_response", "tool_response"), text=text, part=_part_dict(part))
+    if part.inline_data is not None or part.file_data is not None:
+        return _media_unit(part)
+    if part.executable_code is not None:
+        return Unit(types=("executable_code",), text=str(part.executable_code.get("code", "")), part=_part_dict(part))
+    if part.code_execution_result is not None:
+        text = str(part.code_execution_result.get("output", ""))
+        return Unit(types=("code_execution_result",), text=text, part=_part_dict(part))
+    return None
+
+
+def classify(event: Event) -> Classified:
+    """Role and units of ``event`` by the tables in this module's docstring."""
+    out = Classified(role=normalize_role(event))
+    for part in event.content.parts if event.content else []:
+        unit = classify_part(part)
+        if unit is not None:
+            out.units.append(unit)
+    for tr in (event.input_transcription, event.output_transcription):
+        text = (tr or {}).get("text")
+        if text and text.strip():
+            out.units.append(Unit(types=("transcription",), text=text, part={"text": text}))
+    if event.error_code or event.error_message:
+        text = f"error {event.error_code or ''}: {event.error_message or ''}".replace("error :", "error:")
+        out.units.append(Unit(types=("error",), text=text, part={"text": text}))
+    if not out.units:
+        out.units.append(Unit(types=("text",), empty=True))
+    return out

@@ -1,0 +1,193 @@
+"""The auto-save policy: which events of a session become memories, and which parts.
+
+The seam: ``resolve_policy(x)`` accepts None, a preset name, a dict or a
+``MemoryAutoSavePolicy`` and returns a policy; ``policy.select(event)`` returns the kept
+parts of one event (a ``Selected``) or None. Classification lives in ``classify.py``.
+
+Presets, and what an explicitly set field does to them:
+
+| preset    | roles      | types | text_only | include_thought | include_empty_text |
+|-----------|------------|-------|-----------|-----------------|--------------------|
+| default   | user       | any   | True      | False           | False              |
+| all       | any        | any   | False     | True            | True               |
+| custom    | any        | any   | False     | False           | False              |
+
+A field given explicitly (``MemoryAutoSavePolicy(preset="default", include_roles=["user",
+"model"])``) overrides the preset's value for that field only; the rest stays the preset's.
+
+How a unit (see classify.py) is kept, all conditions together:
+1. the event's role passes include_roles/exclude_roles and its author passes
+   include_authors/exclude_authors (exact, case-sensitive author names);
+2. thought units need include_thought; blank text units need include_empty_text;
+3. text_only keeps only text, thought and transcription units;
+4. one of the unit's type names is in include_event_types (when set) and none is in
+   exclude_event_types.
+An event is saved when at least one unit is kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from ..errors import ConfigurationError
+from ..sessions import Event
+from .classify import classify
+
+
+class MemoryEventType(str, Enum):
+    """The kinds of content a policy can include or exclude."""
+
+    TEXT = "text"
+    THOUGHT = "thought"
+    FUNCTION_CALL = "function_call"
+    FUNCTION_RESPONSE = "function_response"
+    TOOL_CALL = "tool_call"
+    TOOL_RESPONSE = "tool_response"
+    MEDIA = "media"
+    EXECUTABLE_CODE = "executable_code"
+    CODE_EXECUTION_RESULT = "code_execution_result"
+    TRANSCRIPTION = "transcription"
+    ERROR = "error"
+
+
+_EVENT_TYPES = {t.value for t in MemoryEventType}
+_TEXTUAL = frozenset({"text", "thought", "transcription"})
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "default": dict(include_roles=["user"], text_only=True, include_thought=False, include_empty_text=False),
+    "all": dict(include_roles=None, text_only=False, include_thought=True, include_empty_text=True),
+    "custom": dict(include_roles=None, text_only=False, include_thought=False, include_empty_text=False),
+}
+
+
+@dataclass
+class Selected:
+    """The kept part of one event."""
+
+    role: str
+    event_types: list[str]
+    text: str
+    parts: list[dict[str, Any]]
+    media: list[dict[str, Any]]
+
+
+class MemoryAutoSavePolicy(BaseModel):
+    """What of a session is saved. See the module docstring for the exact rules."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    preset: Literal["default", "all", "custom"] = "default"
+    include_roles: Optional[list[str]] = None
+    exclude_roles: Optional[list[str]] = None
+    include_authors: Optional[list[str]] = None
+    exclude_authors: Optional[list[str]] = None
+    include_event_types: Optional[list[str]] = None
+    exclude_event_types: Optional[list[str]] = None
+    text_only: Optional[bool] = None
+    include_thought: Optional[bool] = None
+    include_empty_text: Optional[bool] = None
+
+    @field_validator("include_roles", "exclude_roles", mode="before")
+    @classmethod
+    def _roles(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = [v]
+        return None if v is None else [str(r).strip().lower() for r in v]
+
+    @field_validator("include_authors", "exclude_authors", mode="before")
+    @classmethod
+    def _authors(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("include_event_types", "exclude_event_types", mode="before")
+    @classmethod
+    def _types(cls, v: Any) -> Any:
+        if v is None:
+            return None
+        if isinstance(v, (str, MemoryEventType)):
+            v = [v]
+        out = []
+        for t in v:
+            name = t.value if isinstance(t, MemoryEventType) else str(t).strip().lower()
+            if name not in _EVENT_TYPES:
+                raise ValueError(f"unknown event type {t!r}; known: {', '.join(sorted(_EVENT_TYPES))}")
+            out.append(name)
+        return out
+
+    def effective(self, name: str) -> Any:
+        """The value in force for field ``name``: set explicitly, else the preset's."""
+        if name in self.model_fields_set and name != "preset":
+            return getattr(self, name)
+        return PRESETS[self.preset].get(name, getattr(self, name))
+
+    def select(self, event: Event) -> Optional[Selected]:
+        """The kept part of ``event``, or None when nothing of it is kept."""
+        c = classify(event)
+        inc_roles, exc_roles = self.effective("include_roles"), self.effective("exclude_roles")
+        if inc_roles is not None and c.role not in inc_roles:
+            return None
+        if exc_roles and c.role in exc_roles:
+            return None
+        inc_auth, exc_auth = self.effective("include_authors"), self.effective("exclude_authors")
+        if inc_auth is not None and event.author not in inc_auth:
+            return None
+        if exc_auth and event.author in exc_auth:
+            return None
+        text_only = self.effective("text_only")
+        thought = self.effective("include_thought")
+        empty = self.effective("include_empty_text")
+        inc_types = self.effective("include_event_types")
+        exc_types = set(self.effective("exclude_event_types") or ())
+        kept = []
+        for u in c.units:
+            if "thought" in u.types and not thought:
+                continue
+            if u.empty and not empty:
+                continue
+            if text_only and not _TEXTUAL.intersection(u.types):
+                continue
+            if inc_types is not None and not set(u.types).intersection(inc_types):
+                continue
+            if exc_types.intersection(u.types):
+                continue
+            kept.append(u)
+        if not kept:
+            return None
+        types = list(dict.fromkeys(t for u in kept for t in u.types))
+        return Selected(
+            role=c.role,
+            event_types=types,
+            text="\n".join(u.text for u in kept if u.text),
+            parts=[u.part for u in kept if u.part is not None],
+            media=[u.media for u in kept if u.media is not None],
+        )
+
+
+def resolve_policy(policy: Any) -> MemoryAutoSavePolicy:
+    """None, a preset name, a dict or a policy instance -> a policy (or a clear error)."""
+    if policy is None:
+        return MemoryAutoSavePolicy()
+    if isinstance(policy, MemoryAutoSavePolicy):
+        return policy
+    try:
+        if isinstance(policy, str):
+            name = policy.strip().lower()
+            if name not in PRESETS:
+                raise ConfigurationError(
+                    f"unknown auto-save policy preset {policy!r}; use one of {', '.join(PRESETS)}."
+                )
+            return MemoryAutoSavePolicy(preset=name)
+        if isinstance(policy, dict):
+            return MemoryAutoSavePolicy.model_validate(policy)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "policy"
+        raise ConfigurationError(f"invalid auto-save policy at '{where}': {first['msg']}") from None
+    raise ConfigurationError(
+        f"auto_save_memory_policy must be None, a preset name, a dict or MemoryAutoSavePolicy, "
+        f"got {type(policy).__name__}."
+    )

@@ -1,0 +1,110 @@
+"""The data model every part of longterm shares: ``Scope``, ``MemoryRecord``, ``Hit``.
+
+The seam: policies produce records, backends store and return them, the facade turns
+hits into ADK ``MemoryEntry`` objects. Nothing else crosses module boundaries.
+
+Why the id is derived and not assigned: ``record_id(app, user, session, event)`` is
+the upsert key on every backend. A replayed save, a restarted process or two workers
+saving the same session compute the same ids, so they overwrite instead of duplicating.
+The inputs are JSON-encoded before hashing, so no choice of separator characters in the
+ids can make two different tuples collide.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime, timezone
+from typing import Any, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .errors import InvalidInputError
+
+#: Longest app name / user id / session id / event id accepted (characters).
+MAX_ID_CHARS = 512
+
+
+def _check_id(kind: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{kind} must be a string, got {type(value).__name__}.")
+    if not value.strip():
+        raise InvalidInputError(f"{kind} must be a non-empty string.")
+    if len(value) > MAX_ID_CHARS:
+        raise InvalidInputError(f"{kind} is {len(value)} characters long; the limit is {MAX_ID_CHARS}.")
+    if "\x00" in value:
+        raise InvalidInputError(f"{kind} must not contain NUL characters.")
+    return value
+
+
+class Scope(BaseModel):
+    """Who a memory belongs to: one user of one app. Every read and write is scoped."""
+
+    model_config = ConfigDict(frozen=True)
+
+    app_name: str
+    user_id: str
+
+    @field_validator("app_name")
+    @classmethod
+    def _app(cls, v: Any) -> str:
+        return _check_id("app_name", v)
+
+    @field_validator("user_id")
+    @classmethod
+    def _user(cls, v: Any) -> str:
+        return _check_id("user_id", v)
+
+    def key(self) -> str:
+        """A short stable digest of the scope, for engines that want one token per scope."""
+        return hashlib.sha256(json.dumps([self.app_name, self.user_id]).encode()).hexdigest()[:32]
+
+
+def record_id(app_name: str, user_id: str, session_id: str, event_id: str) -> str:
+    """The deterministic id of the memory made from one event (see module docstring)."""
+    payload = json.dumps([app_name, user_id, session_id, event_id], ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:32]
+
+
+class MemoryRecord(BaseModel):
+    """One saved memory: the kept parts of one event, with its scope and provenance."""
+
+    id: str
+    app_name: str
+    user_id: str
+    session_id: str
+    event_id: str
+    author: str = ""
+    role: str = ""
+    event_types: list[str] = Field(default_factory=list)
+    text: str = ""
+    """What full-text and vector search see."""
+    content: dict[str, Any] = Field(default_factory=dict)
+    """The kept parts, ADK-shaped: ``{"role": ..., "parts": [...]}``."""
+    timestamp: float = 0.0
+    """Seconds since the epoch (UTC) when the event happened."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    embedding: Optional[list[float]] = None
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(app_name=self.app_name, user_id=self.user_id)
+
+    def iso_timestamp(self) -> str:
+        return datetime.fromtimestamp(self.timestamp, tz=timezone.utc).isoformat()
+
+    def digest(self) -> str:
+        """Hash of everything stored, so an engine can skip rewriting an unchanged record."""
+        body = self.model_dump(exclude={"embedding"}, mode="json")
+        return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+
+
+class Hit(BaseModel):
+    """A search result: the record, its score (higher is better) and how it was found."""
+
+    record: MemoryRecord
+    score: float
+    arms: dict[str, float] = Field(default_factory=dict)
+    """Per-arm scores or ranks (e.g. ``{"fulltext": 3.2}``), for explanation and fusion."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Backend notes, e.g. that an arm was unavailable and the answer is degraded."""

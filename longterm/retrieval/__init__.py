@@ -1,0 +1,1 @@
+"""Retrieval building blocks shared by every backend: text processing and fusion."""

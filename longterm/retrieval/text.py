@@ -1,0 +1,113 @@
+"""Language-aware text processing for full-text search, shared by every backend.
+
+The seam: ``index_terms(text)`` turns a memory into the terms an engine indexes and
+``query_terms(text)`` turns a question into the terms it looks up. Backends only join
+the terms with spaces and hand them to a whitespace tokenizer (FTS5, RediSearch, ...),
+so the same text gives the same terms on every engine.
+
+Why do it ourselves instead of the engines' analyzers:
+- Chinese and Japanese have no spaces. Overlapping character bigrams (plus unigrams on
+  the index side) make any two-character word findable inside a longer sentence, with
+  no dictionary. Korean gets the same treatment, which copes with its particles.
+- English is stemmed (Snowball), so "hiking" finds "hiked"; accents are folded.
+- Questions are mostly function words ("what did I say about ..."). The query side drops
+  stopwords and memory meta-verbs unless nothing else is left, so they cannot dominate.
+- Every term is made of letters and digits only, so it can never carry query syntax
+  into an engine, whatever the user typed.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+import snowballstemmer
+
+_CJK = (
+    "\u1100-\u11ff"  # Hangul jamo
+    "\u2e80-\u2fdf"  # CJK radicals
+    "\u3040-\u309f"  # Hiragana
+    "\u30a0-\u30ff"  # Katakana
+    "\u3130-\u318f"  # Hangul compatibility jamo
+    "\u31f0-\u31ff"  # Katakana extensions
+    "\u3400-\u4dbf"  # CJK extension A
+    "\u4e00-\u9fff"  # CJK unified ideographs
+    "\uac00-\ud7af"  # Hangul syllables
+    "\uf900-\ufaff"  # CJK compatibility ideographs
+    "\uff66-\uff9f"  # half-width Katakana
+    "\U00020000-\U0003134f"  # CJK extensions B..G
+)
+_TOKEN = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+)")
+
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for
+    from further had has have having he her here hers herself him himself his how i if in
+    into is it its itself just me more most my myself no nor not now of off on once only or
+    other our ours ourselves out over own same she should so some such than that the their
+    theirs them themselves then there these they this those through to too under until up
+    very was we were what when where which while who whom why will with would you your
+    yours yourself yourselves s t d ll m re ve don didn doesn isn wasn aren weren won
+    shall may might must also ever
+    """.split()
+)
+
+#: Verbs that ask *about* memory rather than name its content ("what did I say about X").
+MEMORY_VERBS = frozenset("say said says tell told mention mentioned remember recall".split())
+
+_stemmer = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=200_000)
+def _normalize_word(word: str) -> str:
+    if not word.isascii():
+        word = "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+    if len(word) > 3 and word.isalpha():
+        return _stemmer.stemWord(word)
+    return word
+
+
+def _runs(text: str):
+    text = unicodedata.normalize("NFKC", text).casefold()
+    for m in _TOKEN.finditer(text):
+        yield m.lastgroup, m.group()
+
+
+def _bigrams(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def index_terms(text: str) -> list[str]:
+    """Terms to index for ``text``: stemmed words, CJK bigrams and CJK unigrams."""
+    out: list[str] = []
+    for kind, run in _runs(text):
+        if kind == "word":
+            out.append(_normalize_word(run))
+        else:
+            out.extend(_bigrams(run))
+            if len(run) > 1:
+                out.extend(run)
+    return out
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct terms to look up for a question, function words dropped when possible."""
+    content: list[str] = []
+    fallback: list[str] = []
+    for kind, run in _runs(text):
+        if kind == "word":
+            term = _normalize_word(run)
+            (fallback if run in STOPWORDS or run in MEMORY_VERBS else content).append(term)
+        else:
+            content.extend(_bigrams(run))
+    terms = content or fallback
+    return list(dict.fromkeys(terms))
+
+
+def index_document(text: str) -> str:
+    """``index_terms`` joined by spaces: what a whitespace tokenizer should index."""
+    return " ".join(index_terms(text))

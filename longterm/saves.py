@@ -1,0 +1,73 @@
+"""Turning the new events of a session into records: steps 2-4 of a save.
+
+The seam: ``plan_save(view, saved, policy)`` is pure: given a ``SessionView``, the event
+ids the ledger already holds and a policy, it returns the ``MemoryRecord``s to write and
+the event ids they cover. The facade does the I/O around it (ledger read, backend upsert,
+ledger write), which keeps this part testable without any engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .policies import MemoryAutoSavePolicy
+from .records import MemoryRecord, record_id
+from .sessions import Event, SessionView
+
+
+@dataclass
+class SavePlan:
+    records: list[MemoryRecord] = field(default_factory=list)
+    new_events: int = 0
+    """Events the ledger had not seen (kept or not by the policy)."""
+
+
+def make_record(
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    event: Event,
+    policy: MemoryAutoSavePolicy,
+    metadata: Mapping[str, Any] | None = None,
+) -> MemoryRecord | None:
+    selected = policy.select(event)
+    if selected is None:
+        return None
+    meta: dict[str, Any] = dict(metadata or {})
+    if event.custom_metadata:
+        meta.setdefault("event_metadata", event.custom_metadata)
+    if selected.media:
+        meta["media"] = selected.media
+    return MemoryRecord(
+        id=record_id(app_name, user_id, session_id, event.id),
+        app_name=app_name,
+        user_id=user_id,
+        session_id=session_id,
+        event_id=event.id,
+        author=event.author,
+        role=selected.role,
+        event_types=selected.event_types,
+        text=selected.text,
+        content={"role": selected.role, "parts": selected.parts},
+        timestamp=event.timestamp,
+        metadata=meta,
+    )
+
+
+def plan_save(
+    view: SessionView,
+    saved: set[str],
+    policy: MemoryAutoSavePolicy,
+    metadata: Mapping[str, Any] | None = None,
+) -> SavePlan:
+    plan = SavePlan()
+    for i, eid in enumerate(view.event_ids):
+        if eid in saved:
+            continue
+        plan.new_events += 1
+        record = make_record(view.app_name, view.user_id, view.session_id, view.event(i), policy, metadata)
+        if record is not None:
+            plan.records.append(record)
+    return plan
