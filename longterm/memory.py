@@ -297,6 +297,9 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     def delete_memory_sync(self, *, app_name: str, user_id: str, memory_id: Optional[str] = None) -> int:
         return self._sync(self.delete_memory(app_name=app_name, user_id=user_id, memory_id=memory_id))
 
+    def count_sync(self, *, app_name: str, user_id: str) -> int:
+        return self._sync(self.count(app_name=app_name, user_id=user_id))
+
     def close_sync(self) -> None:
         self._sync(self.close())
         if self._portal is not None:

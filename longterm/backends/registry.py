@@ -18,9 +18,12 @@ from ..errors import ConfigurationError
 
 ENTRY_POINT_GROUP = "longterm.backends"
 
-_registry: dict[str, Union[str, type]] = {
+#: Backends shipped with longterm, as import paths (their client libraries load lazily).
+BUILTINS: dict[str, str] = {
     "local": "longterm.backends.local:LocalBackend",
 }
+
+_registry: dict[str, Union[str, type]] = dict(BUILTINS)
 _entry_points_loaded = False
 
 

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.services import PROVIDERS
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test writes under its own LONGTERM_HOME, never into the checkout."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("LONGTERM_HOME", str(home))
+    for var in ("LONGTERM_BACKEND", "LONGTERM_LOCAL_PATH"):
+        monkeypatch.delenv(var, raising=False)
+    return home
+
+
+_started: dict[str, Any] = {}
+
+
+@pytest.fixture(scope="session")
+def services(tmp_path_factory: pytest.TempPathFactory):
+    """Start engines lazily, once per session; stop them all at the end."""
+
+    def get(name: str):
+        provider = PROVIDERS[name]
+        if name not in _started:
+            provider.start(tmp_path_factory.mktemp(f"svc-{name}"))
+            _started[name] = provider
+        return provider
+
+    yield get
+    for provider in _started.values():
+        provider.stop()
+
+
+def make_session(
+    sid: str = "s1",
+    app: str = "app",
+    user: str = "u1",
+    turns: list[tuple[str, str]] | None = None,
+    start: float = 1_700_000_000.0,
+) -> dict[str, Any]:
+    turns = turns if turns is not None else [("user", "I love hiking"), ("model", "Nice!")]
+    return {
+        "id": sid,
+        "app_name": app,
+        "user_id": user,
+        "events": [
+            {
+                "id": f"{sid}-e{i}",
+                "author": "user" if role == "user" else "agent",
+                "timestamp": start + i,
+                "content": {"role": role, "parts": [{"text": text}]},
+            }
+            for i, (role, text) in enumerate(turns)
+        ],
+    }

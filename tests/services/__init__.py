@@ -1,0 +1,39 @@
+"""Engines for the tests: one provider per registered backend.
+
+A provider starts (or prepares) its engine once per test session on 127.0.0.1 and gives
+each test a fresh ``backend_config``. When an engine cannot start, ``start`` raises with
+the reason, so the tests that need it fail loudly; nothing here skips.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any, Protocol
+
+
+class Provider(Protocol):
+    name: str
+
+    def start(self, workdir: Path) -> None: ...
+
+    def config(self, tmp: Path) -> dict[str, Any]:
+        """A backend_config for one test, isolated from every other test."""
+
+    def stop(self) -> None: ...
+
+
+class LocalProvider:
+    name = "local"
+
+    def start(self, workdir: Path) -> None:
+        return None
+
+    def config(self, tmp: Path) -> dict[str, Any]:
+        return {"path": str(tmp / f"memory-{uuid.uuid4().hex[:8]}.db")}
+
+    def stop(self) -> None:
+        return None
+
+
+PROVIDERS: dict[str, Provider] = {"local": LocalProvider()}
