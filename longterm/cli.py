@@ -23,7 +23,6 @@ from rich.table import Table
 from .errors import InvalidInputError, LongTermMemoryError
 
 console = Console()
-err_console = Console(stderr=True)
 
 
 def _memory(ctx: click.Context, **overrides: Any):
@@ -57,7 +56,7 @@ def _run(coro: Any) -> Any:
     try:
         return asyncio.run(coro)
     except LongTermMemoryError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        click.echo(f"error: {exc}", err=True)
         sys.exit(1)
 
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from . import config as _config
 from ._sync import SyncPortal
@@ -76,6 +77,18 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     _backend: Any = PrivateAttr(default=None)
     _ledger: Any = PrivateAttr(default=None)
     _portal: Optional[SyncPortal] = PrivateAttr(default=None)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            cause = (err.get("ctx") or {}).get("error")
+            if isinstance(cause, LongTermMemoryError):
+                raise cause from None
+            where = ".".join(str(p) for p in err["loc"]) or "LongTermMemory"
+            msg = str(err["msg"]).removeprefix("Value error, ")
+            raise ConfigurationError(f"invalid LongTermMemory argument '{where}': {msg}") from None
 
     @field_validator("backend")
     @classmethod
@@ -196,7 +209,10 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         policy = resolve_policy({"preset": "all", "include_empty_text": False})
         records = []
         for rid, r in zip(ids, raw):
-            rec = make_record(app_name, user_id, "_direct", to_event(r, rid), policy, custom_metadata)
+            event = to_event(r, rid)
+            if not event.timestamp:
+                event.timestamp = time.time()
+            rec = make_record(app_name, user_id, "_direct", event, policy, custom_metadata)
             if rec is not None:
                 records.append(rec)
         async with self._engine("saving memories"):

@@ -123,6 +123,11 @@ class Event(BaseModel):
             return {"parts": [{"text": v}]}
         return _plain(v)
 
+    @field_validator("id", "author", mode="before")
+    @classmethod
+    def _str(cls, v: Any) -> Any:
+        return "" if v is None else str(v)
+
     @field_validator("error_code", mode="before")
     @classmethod
     def _code(cls, v: Any) -> Any:

@@ -1,0 +1,241 @@
+"""The facade's own promises, on the local backend: exactly-once saves, clear errors,
+sync wrappers, a loop that never blocks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from longterm import (
+    BackendError,
+    ConfigurationError,
+    InvalidInputError,
+    LongTermMemory,
+    MemoryLedger,
+    Scope,
+)
+from longterm.backends.local import LocalBackend
+from tests.conftest import make_session
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class FlakyBackend(LocalBackend):
+    """The local backend, with an upsert that fails while ``down`` is set."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.down = False
+        self.written: list[str] = []
+
+    async def upsert(self, records):
+        if self.down:
+            raise ConnectionError("engine unreachable")
+        self.written.extend(r.id for r in records)
+        await super().upsert(records)
+
+
+async def test_failed_save_raises_keeps_ledger_and_retries_exactly_once(tmp_path: Path):
+    backend = FlakyBackend(tmp_path / "m.db")
+    memory = LongTermMemory(backend=backend)
+    s = make_session(turns=[("user", f"fact {i}") for i in range(10)])
+    await memory.add_session_to_memory(make_session("first", turns=[("user", "before the outage")]))
+    backend.down = True
+    with pytest.raises(BackendError, match="saving memories failed on backend 'local'.*engine unreachable"):
+        await memory.add_session_to_memory(s)
+    assert await memory._ledger.saved(Scope(app_name="app", user_id="u1"), "s1") == set()
+    s["events"].append({"id": "late", "author": "user", "content": {"role": "user", "parts": [{"text": "fact late"}]}})
+    backend.down = False
+    result = await memory.add_session_to_memory(s)
+    assert result.saved == 11
+    assert await memory.count(app_name="app", user_id="u1") == 12
+    assert len(backend.written) == len(set(backend.written)) == 12
+    assert (await memory.add_session_to_memory(s)).saved == 0
+    await memory.close()
+
+
+def _save_in_new_process(home: Path, session_file: Path) -> str:
+    code = (
+        "import json,sys; from longterm import LongTermMemory;"
+        "m=LongTermMemory(); r=m.add_session_to_memory_sync(json.load(open(sys.argv[1])));"
+        "print(r.saved, m.count_sync(app_name='app', user_id='u1')); m.close_sync()"
+    )
+    env = {**os.environ, "LONGTERM_HOME": str(home)}
+    out = subprocess.run([sys.executable, "-c", code, str(session_file)], env=env, cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_restart_saves_nothing_new(tmp_path: Path, _home: Path):
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps(make_session(turns=[("user", f"fact {i}") for i in range(20)])))
+    assert _save_in_new_process(_home, f) == "20 20"
+    assert _save_in_new_process(_home, f) == "0 20"
+
+
+async def test_sessions_as_adk_objects():
+    from google.adk.events.event import Event
+    from google.adk.memory.memory_entry import MemoryEntry
+    from google.adk.sessions.session import Session
+    from google.genai import types
+
+    events = [
+        Event(author="user", invocation_id="i1", content=types.Content(role="user", parts=[types.Part(text="My dog is named Biscuit")])),
+        Event(author="agent", invocation_id="i1", content=types.Content(role="model", parts=[types.Part(text="Cute!")])),
+        Event(author="user", invocation_id="i2", content=types.Content(role="user", parts=[types.Part(inline_data=types.Blob(mime_type="image/jpeg", data=b"\xff" * 300))])),
+    ]
+    session = Session(id="adk1", app_name="app", user_id="u1", events=events)
+    memory = LongTermMemory()
+    assert (await memory.add_session_to_memory(session)).saved == 1
+    assert (await memory.add_session_to_memory(session, auto_save_memory_policy="all")).saved == 2
+    res = await memory.search_memory(app_name="app", user_id="u1", query="dog name")
+    assert isinstance(res.memories[0], MemoryEntry)
+    assert isinstance(res.memories[0].content, types.Content)
+    assert res.memories[0].content.parts[0].text == "My dog is named Biscuit"
+    media = await memory.search_memory(app_name="app", user_id="u1", query="jpeg")
+    assert media.memories[0].custom_metadata["media"] == [{"mime_type": "image/jpeg", "size_bytes": 300}]
+    await memory.close()
+
+
+async def test_add_events_and_add_memory():
+    memory = LongTermMemory()
+    r = await memory.add_events_to_memory(
+        app_name="app", user_id="u1", session_id="s9", custom_metadata={"ttl": "30d"},
+        events=[{"id": "x1", "author": "user", "content": {"role": "user", "parts": [{"text": "I prefer window seats"}]}}],
+    )
+    assert r.saved == 1
+    again = await memory.add_events_to_memory(app_name="app", user_id="u1", session_id="s9", events=[{"id": "x1", "author": "user", "content": {"role": "user", "parts": [{"text": "I prefer window seats"}]}}])
+    assert again.saved == 0
+    await memory.add_memory(app_name="app", user_id="u1", memories=[{"content": {"role": "user", "parts": [{"text": "Allergic to shellfish"}]}}])
+    res = await memory.search_memory(app_name="app", user_id="u1", query="window seats")
+    assert res.memories[0].custom_metadata["ttl"] == "30d"
+    res = await memory.search_memory(app_name="app", user_id="u1", query="shellfish")
+    assert res.memories[0].content.parts[0].text == "Allergic to shellfish"
+    await memory.close()
+
+
+async def test_erase_forgets_the_ledger_too():
+    memory = LongTermMemory()
+    s = make_session(turns=[("user", "remember me")])
+    await memory.add_session_to_memory(s)
+    await memory.delete_memory(app_name="app", user_id="u1")
+    assert (await memory.add_session_to_memory(s)).saved == 1
+    await memory.close()
+
+
+async def test_custom_ledger_is_used():
+    ledger = MemoryLedger()
+    memory = LongTermMemory(ledger=ledger)
+    await memory.add_session_to_memory(make_session())
+    assert await ledger.saved(Scope(app_name="app", user_id="u1"), "s1") == {"s1-e0"}
+    await memory.close()
+
+
+@pytest.mark.parametrize(
+    "session, message",
+    [
+        (None, "session is None"),
+        ({"id": "s", "app_name": "a"}, "session.user_id must be a non-empty string"),
+        ({"id": "", "app_name": "a", "user_id": "u"}, "session.id"),
+        ({"id": "s", "app_name": "a", "user_id": "u", "events": "nope"}, "must be a list"),
+        ({"id": "s", "app_name": "a", "user_id": "u", "events": [{"timestamp": "yesterday"}]}, "timestamp"),
+        ({"id": "s", "app_name": "a" * 600, "user_id": "u"}, "limit is 512"),
+    ],
+)
+async def test_bad_sessions_are_clear_errors(session, message):
+    memory = LongTermMemory()
+    with pytest.raises(InvalidInputError, match=message):
+        await memory.add_session_to_memory(session)
+    await memory.close()
+
+
+async def test_bad_search_arguments_are_clear_errors():
+    memory = LongTermMemory()
+    with pytest.raises(InvalidInputError, match="query must be a string"):
+        await memory.search_memory(app_name="a", user_id="u", query=None)
+    with pytest.raises(InvalidInputError, match="top_k must be an integer"):
+        await memory.search_memory(app_name="a", user_id="u", query="x", top_k=0)
+    with pytest.raises(InvalidInputError, match="user_id must be a non-empty string"):
+        await memory.search_memory(app_name="a", user_id="", query="x")
+    await memory.close()
+
+
+def test_configuration_errors_say_what_to_do():
+    with pytest.raises(ConfigurationError, match="unknown backend 'nosuch'; registered backends: local"):
+        LongTermMemory(backend="nosuch")
+    with pytest.raises(ConfigurationError, match="'pathh'.*Known keys: path, index"):
+        LongTermMemory(backend_config={"pathh": "x"})
+    with pytest.raises(ValueError, match="backend must be a registered name"):
+        LongTermMemory(backend=object())
+
+
+def test_index_defaults(tmp_path: Path):
+    assert LongTermMemory().index == "default_app"
+    assert LongTermMemory(app_name="shop").index == "shop"
+    assert LongTermMemory(app_name="shop", index="x").backend_instance.index == "x"
+
+
+def test_environment_selects_backend_and_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("LONGTERM_BACKEND", "local")
+    monkeypatch.setenv("LONGTERM_LOCAL_PATH", str(tmp_path / "env.db"))
+    m = LongTermMemory()
+    assert m.backend_instance.path == tmp_path / "env.db"
+
+
+def test_store_directory_is_private(tmp_path: Path):
+    m = LongTermMemory(backend_config={"path": str(tmp_path / "private" / "m.db")})
+    m.add_session_to_memory_sync(make_session())
+    assert (tmp_path / "private").stat().st_mode & 0o777 == 0o700
+    m.close_sync()
+
+
+async def test_sync_wrappers_work_inside_a_running_loop():
+    m = LongTermMemory()
+    assert m.add_session_to_memory_sync(make_session()).saved == 1  # called from async code
+    assert m.search_memory_sync(app_name="app", user_id="u1", query="hiking").memories
+    m.close_sync()
+
+
+async def test_saving_does_not_block_the_event_loop():
+    m = LongTermMemory()
+    ticks = 0
+    stop = False
+
+    async def heartbeat():
+        nonlocal ticks
+        while not stop:
+            ticks += 1
+            await asyncio.sleep(0.001)
+
+    hb = asyncio.create_task(heartbeat())
+    await asyncio.sleep(0)
+    start = time.perf_counter()
+    for n in range(5):
+        await m.add_session_to_memory(make_session(f"s{n}", turns=[("user", f"fact number {i} " * 30) for i in range(400)]))
+    elapsed = time.perf_counter() - start
+    stop = True
+    await hb
+    # a blocked loop would tick about once per save; a free one ticks all along
+    assert ticks > 20, (ticks, elapsed)
+    await m.close()
+
+
+def test_works_without_google_adk(tmp_path: Path, _home: Path):
+    code = (
+        "import sys; sys.modules['google.adk']=None; sys.modules['google.adk.memory']=None\n"
+        "import longterm; assert not longterm.HAVE_ADK\n"
+        "m=longterm.LongTermMemory(); m.add_session_to_memory_sync({'id':'s','app_name':'a','user_id':'u',"
+        "'events':[{'author':'user','content':{'role':'user','parts':[{'text':'offline memory works'}]}}]})\n"
+        "r=m.search_memory_sync(app_name='a',user_id='u',query='offline'); print(r.memories[0].content.parts[0].text)"
+    )
+    env = {**os.environ, "LONGTERM_HOME": str(_home)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "offline memory works"
