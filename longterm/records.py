@@ -6,8 +6,8 @@ hits into ADK ``MemoryEntry`` objects. Nothing else crosses module boundaries.
 Why the id is derived and not assigned: ``record_id(app, user, session, event)`` is
 the upsert key on every backend. A replayed save, a restarted process or two workers
 saving the same session compute the same ids, so they overwrite instead of duplicating.
-The inputs are JSON-encoded before hashing, so no choice of separator characters in the
-ids can make two different tuples collide.
+The inputs are length-prefixed before hashing, so no choice of separator characters in
+the ids can make two different tuples collide.
 """
 
 from __future__ import annotations
@@ -62,8 +62,14 @@ class Scope(BaseModel):
 
 def record_id(app_name: str, user_id: str, session_id: str, event_id: str) -> str:
     """The deterministic id of the memory made from one event (see module docstring)."""
-    payload = json.dumps([app_name, user_id, session_id, event_id], ensure_ascii=False)
+    # Length-prefixed fields: unambiguous whatever characters the ids contain.
+    payload = "".join(f"{len(f)}:{f}" for f in (app_name, user_id, session_id, event_id))
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:32]
+
+
+def content_digest(*fields: Any) -> str:
+    """A short hash of a record's stored fields: engines skip rewriting an unchanged record."""
+    return hashlib.blake2b(repr(fields).encode("utf-8"), digest_size=12).hexdigest()
 
 
 class MemoryRecord(BaseModel):
@@ -93,10 +99,6 @@ class MemoryRecord(BaseModel):
     def iso_timestamp(self) -> str:
         return datetime.fromtimestamp(self.timestamp, tz=timezone.utc).isoformat()
 
-    def digest(self) -> str:
-        """Hash of everything stored, so an engine can skip rewriting an unchanged record."""
-        body = self.model_dump(exclude={"embedding"}, mode="json")
-        return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
 
 
 class Hit(BaseModel):

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from functools import cached_property
 from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
@@ -124,24 +125,27 @@ class MemoryAutoSavePolicy(BaseModel):
             return getattr(self, name)
         return PRESETS[self.preset].get(name, getattr(self, name))
 
+    @cached_property
+    def _rules(self) -> dict[str, Any]:
+        return {name: self.effective(name) for name in type(self).model_fields if name != "preset"}
+
     def select(self, event: Event) -> Optional[Selected]:
         """The kept part of ``event``, or None when nothing of it is kept."""
         c = classify(event)
-        inc_roles, exc_roles = self.effective("include_roles"), self.effective("exclude_roles")
+        rules = self._rules
+        inc_roles, exc_roles = rules["include_roles"], rules["exclude_roles"]
         if inc_roles is not None and c.role not in inc_roles:
             return None
         if exc_roles and c.role in exc_roles:
             return None
-        inc_auth, exc_auth = self.effective("include_authors"), self.effective("exclude_authors")
+        inc_auth, exc_auth = rules["include_authors"], rules["exclude_authors"]
         if inc_auth is not None and event.author not in inc_auth:
             return None
         if exc_auth and event.author in exc_auth:
             return None
-        text_only = self.effective("text_only")
-        thought = self.effective("include_thought")
-        empty = self.effective("include_empty_text")
-        inc_types = self.effective("include_event_types")
-        exc_types = set(self.effective("exclude_event_types") or ())
+        text_only, thought, empty = rules["text_only"], rules["include_thought"], rules["include_empty_text"]
+        inc_types = rules["include_event_types"]
+        exc_types = set(rules["exclude_event_types"] or ())
         kept = []
         for u in c.units:
             if "thought" in u.types and not thought:

@@ -1,15 +1,17 @@
 """Language-aware text processing for full-text search, shared by every backend.
 
-The seam: ``index_terms(text)`` turns a memory into the terms an engine indexes and
-``query_terms(text)`` turns a question into the terms it looks up. Backends only join
-the terms with spaces and hand them to a whitespace tokenizer (FTS5, RediSearch, ...),
-so the same text gives the same terms on every engine.
+The seam: ``segment(text)`` rewrites a memory so that an engine's ordinary word
+tokenizer indexes it well (CJK runs become space-separated bigrams and unigrams; other
+text is left to the engine's stemmer); ``query_terms(text)`` turns a question into the
+terms to look up. For engines without a stemmer, ``index_terms``/``query_terms(stem=True)``
+do the stemming here, so the same text gives the same terms on every engine.
 
 Why do it ourselves instead of the engines' analyzers:
 - Chinese and Japanese have no spaces. Overlapping character bigrams (plus unigrams on
   the index side) make any two-character word findable inside a longer sentence, with
   no dictionary. Korean gets the same treatment, which copes with its particles.
-- English is stemmed (Snowball), so "hiking" finds "hiked"; accents are folded.
+- English is stemmed (Snowball here, or the engine's Porter stemmer), so "hiking" finds
+  "hiked"; accents are folded.
 - Questions are mostly function words ("what did I say about ..."). The query side drops
   stopwords and memory meta-verbs unless nothing else is left, so they cannot dominate.
 - Every term is made of letters and digits only, so it can never carry query syntax
@@ -60,11 +62,14 @@ MEMORY_VERBS = frozenset("say said says tell told mention mentioned remember rec
 _stemmer = snowballstemmer.stemmer("english")
 
 
+_HAS_CJK = re.compile(f"[{_CJK}]")
+
+
 @lru_cache(maxsize=200_000)
-def _normalize_word(word: str) -> str:
+def _normalize_word(word: str, stem: bool = True) -> str:
     if not word.isascii():
         word = "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
-    if len(word) > 3 and word.isalpha():
+    if stem and len(word) > 3 and word.isalpha():
         return _stemmer.stemWord(word)
     return word
 
@@ -94,13 +99,37 @@ def index_terms(text: str) -> list[str]:
     return out
 
 
-def query_terms(text: str) -> list[str]:
-    """Distinct terms to look up for a question, function words dropped when possible."""
+def segment(text: str) -> str:
+    """``text`` made ready for an engine's word tokenizer: CJK runs as bigrams and unigrams."""
+    if text.isascii():
+        return text
+    text = unicodedata.normalize("NFKC", text)
+    if not _HAS_CJK.search(text):
+        return text
+    out: list[str] = []
+    pos = 0
+    for m in _CJK_RUN.finditer(text):
+        out.append(text[pos : m.start()])
+        run = m.group()
+        out.append(" " + " ".join(_bigrams(run) + (list(run) if len(run) > 1 else [])) + " ")
+        pos = m.end()
+    out.append(text[pos:])
+    return "".join(out)
+
+
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+
+
+def query_terms(text: str, *, stem: bool = True) -> list[str]:
+    """Distinct terms to look up for a question, function words dropped when possible.
+
+    ``stem=False`` leaves stemming to an engine whose tokenizer stems (FTS5 ``porter``).
+    """
     content: list[str] = []
     fallback: list[str] = []
     for kind, run in _runs(text):
         if kind == "word":
-            term = _normalize_word(run)
+            term = _normalize_word(run, stem)
             (fallback if run in STOPWORDS or run in MEMORY_VERBS else content).append(term)
         else:
             content.extend(_bigrams(run))
