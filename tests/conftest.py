@@ -59,3 +59,13 @@ def make_session(
             for i, (role, text) in enumerate(turns)
         ],
     }
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Nothing in this suite may skip: a skipped backend test is a failed one."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        report.longrepr = f"test was skipped, which this suite treats as a failure: {report.longrepr}"
