@@ -21,6 +21,7 @@ ENTRY_POINT_GROUP = "longterm.backends"
 #: Backends shipped with longterm, as import paths (their client libraries load lazily).
 BUILTINS: dict[str, str] = {
     "local": "longterm.backends.local:LocalBackend",
+    "redis": "longterm.backends.redis:RedisBackend",
 }
 
 _registry: dict[str, Union[str, type]] = dict(BUILTINS)

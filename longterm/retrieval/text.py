@@ -62,9 +62,6 @@ MEMORY_VERBS = frozenset("say said says tell told mention mentioned remember rec
 _stemmer = snowballstemmer.stemmer("english")
 
 
-_HAS_CJK = re.compile(f"[{_CJK}]")
-
-
 @lru_cache(maxsize=200_000)
 def _normalize_word(word: str, stem: bool = True) -> str:
     if not word.isascii():
@@ -100,24 +97,22 @@ def index_terms(text: str) -> list[str]:
 
 
 def segment(text: str) -> str:
-    """``text`` made ready for an engine's word tokenizer: CJK runs as bigrams and unigrams."""
+    """``text`` made ready for an engine's word tokenizer.
+
+    CJK runs become bigrams and unigrams, accents are folded (not every engine does),
+    and the words are joined by spaces. ASCII text is returned as it is.
+    """
     if text.isascii():
         return text
-    text = unicodedata.normalize("NFKC", text)
-    if not _HAS_CJK.search(text):
-        return text
     out: list[str] = []
-    pos = 0
-    for m in _CJK_RUN.finditer(text):
-        out.append(text[pos : m.start()])
-        run = m.group()
-        out.append(" " + " ".join(_bigrams(run) + (list(run) if len(run) > 1 else [])) + " ")
-        pos = m.end()
-    out.append(text[pos:])
-    return "".join(out)
-
-
-_CJK_RUN = re.compile(f"[{_CJK}]+")
+    for kind, run in _runs(text):
+        if kind == "word":
+            out.append(_normalize_word(run, False))
+        else:
+            out.extend(_bigrams(run))
+            if len(run) > 1:
+                out.extend(run)
+    return " ".join(out)
 
 
 def query_terms(text: str, *, stem: bool = True) -> list[str]:

@@ -36,4 +36,6 @@ class LocalProvider:
         return None
 
 
-PROVIDERS: dict[str, Provider] = {"local": LocalProvider()}
+from tests.services.redis_server import RedisServer  # noqa: E402
+
+PROVIDERS: dict[str, Provider] = {"local": LocalProvider(), "redis": RedisServer()}

@@ -1,0 +1,465 @@
+"""The Redis backend: memories as hashes, found with RediSearch (full text, and vectors).
+
+The seam: ``RedisBackend`` implements the backend contract (``base.py``) over Redis Stack
+(or any Redis with the RediSearch module) through the official ``redis`` asyncio client,
+one connection pool per backend. ``RedisLedger`` keeps the ledger in the same Redis, so
+several hosts saving for the same users share one.
+
+Layout, for namespace ``ns = prefix + index + ":"``:
+
+| key                    | type | holds                                               |
+|------------------------|------|-----------------------------------------------------|
+| ``ns m:<record id>``   | hash | one record; indexed by the RediSearch index         |
+| ``ns s:<scope digest>``| set  | the record keys of one (app, user): count/scan/erase |
+| ``ns l:<digest>``      | set  | ledger: saved event ids of one session              |
+| ``ns ls:<scope digest>``| set | ledger: the session keys of one (app, user)         |
+| ``ns meta``            | hash | which embedder wrote the vectors                    |
+| index ``ns idx``       | FT   | ``terms`` TEXT, ``scope`` TAG, ``timestamp`` NUMERIC, ``embedding`` VECTOR (HNSW, cosine) when an embedder is set |
+
+Why so:
+- The scope is a hex digest TAG, so no id ever enters query syntax; query terms come from
+  ``retrieval.text`` (letters and digits only) and are escaped anyway.
+- Text is CJK-segmented here and stemmed by RediSearch (English), like the local backend.
+- Writes go in one MULTI/EXEC per batch: a save lands whole or not at all.
+- Hybrid search runs BM25 and KNN (both pre-filtered on the scope TAG) and fuses them with
+  RRF. If the vector arm fails, the answer comes from full text and says so in each hit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import re
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Optional
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from ..config import env, parse_backend_config
+from ..errors import (
+    BackendError,
+    BackendUnavailableError,
+    ConfigurationError,
+    LongTermMemoryError,
+    require,
+)
+from ..records import Hit, MemoryRecord, Scope
+from ..retrieval.embedders import Embedder, resolve_embedder
+from ..retrieval.fusion import rrf
+from ..retrieval.text import query_terms, segment
+
+log = logging.getLogger("longterm.redis")
+
+DEFAULT_URL = "redis://127.0.0.1:6379/0"
+FIELDS = ("id", "app_name", "user_id", "session_id", "event_id", "author", "role", "event_types", "text", "content", "timestamp", "metadata")
+START_HINT = (
+    "Run Redis Stack (`docker run -p 6379:6379 redis/redis-stack-server`), or start redis-server "
+    "with `--loadmodule /path/to/redisearch.so`."
+)
+_DELETE_ONE = """
+if redis.call('SREM', KEYS[1], KEYS[2]) == 1 then redis.call('DEL', KEYS[2]) return 1 end
+return 0
+"""
+
+
+class RedisConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    url: Optional[str] = None
+    """``redis://[user:password@]host:port/db``; default ``$LONGTERM_REDIS_URL``."""
+    host: Optional[str] = None
+    port: Optional[int] = None
+    username: Optional[str] = None
+    password: Optional[str] = None
+    db: Optional[int] = None
+    prefix: str = "longterm:"
+    index: str = "default_app"
+    embedder: Any = None
+    socket_timeout: float = 10.0
+    max_connections: int = 32
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]
+
+
+def _redact(url: str) -> str:
+    p = urlsplit(url)
+    if p.password:
+        netloc = f"{p.username or ''}:***@{p.hostname}" + (f":{p.port}" if p.port else "")
+        return urlunsplit(p._replace(netloc=netloc))
+    return url
+
+
+def resolve_url(cfg: RedisConfig) -> str:
+    if cfg.url:
+        return cfg.url
+    host = cfg.host or env("DATABASE_REDIS_HOST")
+    if host is None:
+        url = env("LONGTERM_REDIS_URL", "REDIS_URL")
+        if url:
+            return url
+    host = host or "127.0.0.1"
+    port = cfg.port or int(env("DATABASE_REDIS_PORT") or 6379)
+    db = cfg.db if cfg.db is not None else int(env("DATABASE_REDIS_DB") or 0)
+    user = cfg.username or env("DATABASE_REDIS_USERNAME") or ""
+    password = cfg.password or env("DATABASE_REDIS_PASSWORD") or ""
+    auth = f"{quote(user)}:{quote(password)}@" if (user or password) else ""
+    return f"redis://{auth}{host}:{port}/{db}"
+
+
+_QUERY_ESCAPE = re.compile(r"([^\w]|_)", re.UNICODE)
+
+
+def _escape(term: str) -> str:
+    return _QUERY_ESCAPE.sub(r"\\\1", term)
+
+
+class RedisBackend:
+    name: ClassVar[str] = "redis"
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        prefix: str = "longterm:",
+        index: str = "default_app",
+        embedder: Any = None,
+        socket_timeout: float = 10.0,
+        max_connections: int = 32,
+    ) -> None:
+        self._redis_mod = require("redis.asyncio", package="redis", extra="redis", purpose="The redis backend")
+        self._exc = require("redis.exceptions", package="redis", extra="redis", purpose="The redis backend")
+        self.url = url
+        self.index = index
+        self.ns = f"{prefix}{index}:"
+        self.index_name = f"{self.ns}idx"
+        self.embedder: Optional[Embedder] = resolve_embedder(embedder)
+        self._socket_timeout = socket_timeout
+        self._max_connections = max_connections
+        self._client: Any = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._ready = False
+        self._delete_one: Any = None
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], *, root: Path) -> "RedisBackend":
+        cfg = parse_backend_config(RedisConfig, config, cls.name)
+        return cls(
+            resolve_url(cfg), prefix=cfg.prefix, index=cfg.index, embedder=cfg.embedder,
+            socket_timeout=cfg.socket_timeout, max_connections=cfg.max_connections,
+        )  # fmt: skip
+
+    # -- connection and errors --------------------------------------------------------------
+
+    def _errors(self, exc: Exception, what: str) -> LongTermMemoryError:
+        exceptions = self._exc
+        where = _redact(self.url)
+        if isinstance(exc, exceptions.AuthenticationError):
+            return ConfigurationError(f"Redis at {where} refused the credentials: {exc}. Check the password in the URL or backend_config.")
+        if isinstance(exc, (exceptions.ConnectionError, exceptions.TimeoutError, OSError)):
+            return BackendUnavailableError(
+                f"cannot reach Redis at {where} while {what}: {exc}. Start it, or point "
+                "LONGTERM_REDIS_URL / backend_config['url'] at a running Redis Stack."
+            )
+        if isinstance(exc, exceptions.ResponseError) and "unknown command" in str(exc).lower() and "ft." in str(exc).lower():
+            return BackendUnavailableError(f"Redis at {where} has no RediSearch module ({exc}). {START_HINT}")
+        return BackendError(f"Redis error while {what} at {where}: {exc}")
+
+    async def _conn(self) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            # Pools are bound to the loop that made them; a new loop gets a new pool.
+            # A blocking pool: a burst of concurrent calls waits for a free connection
+            # instead of failing with "Too many connections".
+            pool = self._redis_mod.BlockingConnectionPool.from_url(
+                self.url,
+                max_connections=self._max_connections,
+                timeout=self._socket_timeout,
+                socket_timeout=self._socket_timeout,
+                socket_connect_timeout=self._socket_timeout,
+                health_check_interval=30,
+                protocol=2,  # RESP2 replies on every server and client version (redis-py 8 defaults to RESP3)
+            )
+            self._client = self._redis_mod.Redis(connection_pool=pool)
+            self._loop, self._ready = loop, False
+            self._delete_one = self._client.register_script(_DELETE_ONE)
+        if not self._ready:
+            try:
+                await self._ensure_index(self._client)
+            except LongTermMemoryError:
+                raise
+            except Exception as exc:
+                raise self._errors(exc, "preparing the index") from exc
+            self._ready = True
+        return self._client
+
+    def _schema(self) -> list[Any]:
+        schema: list[Any] = ["terms", "TEXT", "scope", "TAG", "timestamp", "NUMERIC", "SORTABLE"]
+        if self.embedder is not None:
+            schema += ["embedding", "VECTOR", "HNSW", "6", "TYPE", "FLOAT32", "DIM", str(self.embedder.dim), "DISTANCE_METRIC", "COSINE"]
+        return schema
+
+    async def _ensure_index(self, r: Any) -> None:
+        meta_key = self.ns + "meta"
+        want = self.embedder.id if self.embedder else ""
+        stored = await r.hget(meta_key, "embedder")
+        if stored is not None and stored.decode() != want:
+            had, has = stored.decode() or "no embedder", want or "no embedder"
+            raise ConfigurationError(
+                f"Redis index {self.index_name!r} was written with {had!r}, but this memory is "
+                f"configured with {has!r}. Vectors of different "
+                "embedders never mix: use another index name, or erase the index first."
+            )
+        try:
+            info = await r.execute_command("FT.INFO", self.index_name)
+        except self._exc.ResponseError as exc:
+            msg = str(exc).lower()
+            if "unknown index" not in msg and "no such index" not in msg and "not found" not in msg:
+                raise
+            try:
+                await r.execute_command(
+                    "FT.CREATE", self.index_name, "ON", "HASH", "PREFIX", "1", self.ns + "m:",
+                    "LANGUAGE", "english", "STOPWORDS", "0", "SCHEMA", *self._schema(),
+                )  # fmt: skip
+            except self._exc.ResponseError as exc2:
+                if "already exists" not in str(exc2).lower():
+                    raise
+            await r.hset(meta_key, "embedder", want)
+            return
+        self._check_schema(info)
+        await r.hsetnx(meta_key, "embedder", want)
+
+    def _check_schema(self, info: list[Any]) -> None:
+        fields = dict(zip(info[::2], info[1::2]))
+        attrs = fields.get(b"attributes") or fields.get("attributes") or []
+        names = set()
+        for a in attrs:
+            d = dict(zip(a[::2], a[1::2]))
+            names.add((d.get(b"attribute") or d.get(b"identifier") or b"").decode())
+        want = {"terms", "scope", "timestamp"} | ({"embedding"} if self.embedder else set())
+        if names != want:
+            raise ConfigurationError(
+                f"the RediSearch index {self.index_name!r} exists with fields {sorted(names)}, but this "
+                f"configuration needs {sorted(want)}. Use another index name, or drop it with "
+                f"`FT.DROPINDEX {self.index_name}` (the memories stay) and reconnect."
+            )
+
+    # -- contract -----------------------------------------------------------------------------
+
+    def _scope_set(self, app_name: str, user_id: str) -> str:
+        return f"{self.ns}s:{_digest(app_name, user_id)}"
+
+    def _key(self, record_id: str) -> str:
+        return f"{self.ns}m:{record_id}"
+
+    async def upsert(self, records: Sequence[MemoryRecord]) -> None:
+        if not records:
+            return
+        vectors = None
+        if self.embedder is not None:
+            vectors = await self.embedder.embed([r.text for r in records], kind="passage")
+        r = await self._conn()
+        try:
+            async with r.pipeline(transaction=True) as pipe:
+                for i, rec in enumerate(records):
+                    key = self._key(rec.id)
+                    mapping: dict[str, Any] = {
+                        "id": rec.id, "app_name": rec.app_name, "user_id": rec.user_id,
+                        "session_id": rec.session_id, "event_id": rec.event_id, "author": rec.author,
+                        "role": rec.role, "event_types": json.dumps(rec.event_types), "text": rec.text,
+                        "terms": segment(rec.text), "content": json.dumps(rec.content, ensure_ascii=False),
+                        "timestamp": repr(rec.timestamp), "metadata": json.dumps(rec.metadata, ensure_ascii=False),
+                        "scope": _digest(rec.app_name, rec.user_id),
+                    }  # fmt: skip
+                    if vectors is not None:
+                        mapping["embedding"] = vectors[i].astype(np.float32).tobytes()
+                    pipe.delete(key)
+                    pipe.hset(key, mapping=mapping)
+                    pipe.sadd(self._scope_set(rec.app_name, rec.user_id), key)
+                await pipe.execute()
+        except Exception as exc:
+            raise self._errors(exc, "saving memories") from exc
+
+    @staticmethod
+    def _record(values: Sequence[Optional[bytes]]) -> MemoryRecord:
+        d = {k: (v.decode() if v is not None else "") for k, v in zip(FIELDS, values)}
+        return MemoryRecord(
+            id=d["id"], app_name=d["app_name"], user_id=d["user_id"], session_id=d["session_id"],
+            event_id=d["event_id"], author=d["author"], role=d["role"],
+            event_types=json.loads(d["event_types"] or "[]"), text=d["text"],
+            content=json.loads(d["content"] or "{}"), timestamp=float(d["timestamp"] or 0),
+            metadata=json.loads(d["metadata"] or "{}"),
+        )  # fmt: skip
+
+    def _parse_search(self, reply: list[Any], with_scores: bool) -> list[tuple[MemoryRecord, float]]:
+        out = []
+        step = 3 if with_scores else 2
+        for i in range(1, len(reply), step):
+            score = float(reply[i + 1]) if with_scores else 0.0
+            fields = reply[i + step - 1]
+            d = dict(zip(fields[::2], fields[1::2]))
+            values = [d.get(f.encode()) for f in FIELDS]
+            if not with_scores and b"vscore" in d:
+                score = 1.0 - float(d[b"vscore"])
+            out.append((self._record(values), score))
+        return out
+
+    async def _fulltext(self, r: Any, scope_tag: str, query: str, k: int) -> list[tuple[MemoryRecord, float]]:
+        terms = query_terms(query, stem=False)
+        if not terms:
+            return []
+        q = f"@scope:{{{scope_tag}}} @terms:({'|'.join(_escape(t) for t in terms)})"
+        reply = await r.execute_command(
+            "FT.SEARCH", self.index_name, q, "WITHSCORES", "SCORER", "BM25",
+            "RETURN", str(len(FIELDS)), *FIELDS, "LIMIT", "0", str(k), "DIALECT", "2",
+        )  # fmt: skip
+        return self._parse_search(reply, True)
+
+    async def _vector(self, r: Any, scope_tag: str, vector: np.ndarray, k: int) -> list[tuple[MemoryRecord, float]]:
+        q = f"(@scope:{{{scope_tag}}})=>[KNN {k} @embedding $vec AS vscore]"
+        reply = await r.execute_command(
+            "FT.SEARCH", self.index_name, q, "PARAMS", "2", "vec", vector.astype(np.float32).tobytes(),
+            "SORTBY", "vscore", "RETURN", str(len(FIELDS) + 1), *FIELDS, "vscore",
+            "LIMIT", "0", str(k), "DIALECT", "2",
+        )  # fmt: skip
+        return self._parse_search(reply, False)
+
+    async def search(
+        self,
+        scope: Scope,
+        query: str,
+        top_k: int,
+        *,
+        query_vector: Optional[Sequence[float]] = None,
+    ) -> list[Hit]:
+        if not query_terms(query, stem=False):
+            return []
+        r = await self._conn()
+        tag = _digest(scope.app_name, scope.user_id)
+        fetch = top_k if self.embedder is None else max(top_k * 4, 20)
+        try:
+            text_hits = await self._fulltext(r, tag, query, fetch)
+        except Exception as exc:
+            raise self._errors(exc, "searching") from exc
+        if self.embedder is None:
+            return [Hit(record=rec, score=s, arms={"fulltext": s}) for rec, s in text_hits[:top_k]]
+        degraded = None
+        vec_hits: list[tuple[MemoryRecord, float]] = []
+        try:
+            qv = np.asarray(query_vector, dtype=np.float32) if query_vector is not None else (await self.embedder.embed([query], kind="query"))[0]
+            vec_hits = await self._vector(r, tag, qv, fetch)
+        except Exception as exc:  # degrade visibly: full text still answers
+            degraded = f"vector search failed ({type(exc).__name__}: {exc}); results are full text only"
+            log.warning("redis %s: %s", self.index_name, degraded)
+        by_id = {rec.id: rec for rec, _ in text_hits + vec_hits}
+        fused = rrf({"fulltext": [rec.id for rec, _ in text_hits], "vector": [rec.id for rec, _ in vec_hits]})
+        extra = {"degraded": degraded} if degraded else {}
+        return [Hit(record=by_id[i], score=s, arms={k: float(v) for k, v in ranks.items()}, extra=extra) for i, s, ranks in fused[:top_k]]
+
+    async def delete(self, scope: Scope, ids: Optional[Sequence[str]] = None) -> int:
+        r = await self._conn()
+        members = self._scope_set(scope.app_name, scope.user_id)
+        try:
+            if ids is not None:
+                n = 0
+                for i in ids:
+                    n += int(await self._delete_one(keys=[members, self._key(i)]))
+                return n
+            n = 0
+            while True:
+                batch = await r.spop(members, 500)
+                if not batch:
+                    break
+                n += await r.delete(*batch)
+            return n
+        except Exception as exc:
+            raise self._errors(exc, "deleting memories") from exc
+
+    async def count(self, scope: Scope) -> int:
+        r = await self._conn()
+        try:
+            return int(await r.scard(self._scope_set(scope.app_name, scope.user_id)))
+        except Exception as exc:
+            raise self._errors(exc, "counting memories") from exc
+
+    async def scan(self, scope: Scope, batch_size: int = 500) -> AsyncIterator[MemoryRecord]:
+        r = await self._conn()
+        members = self._scope_set(scope.app_name, scope.user_id)
+        cursor = 0
+        while True:
+            try:
+                cursor, keys = await r.sscan(members, cursor=cursor, count=batch_size)
+                async with r.pipeline(transaction=False) as pipe:
+                    for key in keys:
+                        pipe.hmget(key, *FIELDS)
+                    rows = await pipe.execute()
+            except Exception as exc:
+                raise self._errors(exc, "reading memories") from exc
+            for values in rows:
+                if values and values[0] is not None:
+                    yield self._record(values)
+            if cursor == 0:
+                return
+
+    def make_ledger(self) -> "RedisLedger":
+        return RedisLedger(self)
+
+    async def close(self) -> None:
+        if self._client is not None:
+            try:
+                await self._client.aclose(close_connection_pool=True)
+            except Exception:  # closing a pool whose loop is gone: nothing left to release
+                log.debug("closing redis client", exc_info=True)
+            self._client = None
+
+
+class RedisLedger:
+    """The ledger in the backend's Redis: hosts saving for the same users share it."""
+
+    def __init__(self, backend: RedisBackend) -> None:
+        self._b = backend
+
+    def _key(self, scope: Scope, session_id: str) -> str:
+        return f"{self._b.ns}l:{_digest(scope.app_name, scope.user_id, session_id)}"
+
+    def _sessions(self, scope: Scope) -> str:
+        return f"{self._b.ns}ls:{_digest(scope.app_name, scope.user_id)}"
+
+    async def saved(self, scope: Scope, session_id: str) -> set[str]:
+        r = await self._b._conn()
+        try:
+            return {m.decode() for m in await r.smembers(self._key(scope, session_id))}
+        except Exception as exc:
+            raise self._b._errors(exc, "reading the ledger") from exc
+
+    async def mark_saved(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
+        if not event_ids:
+            return
+        r = await self._b._conn()
+        key = self._key(scope, session_id)
+        try:
+            async with r.pipeline(transaction=True) as pipe:
+                pipe.sadd(key, *event_ids)
+                pipe.sadd(self._sessions(scope), key)
+                await pipe.execute()
+        except Exception as exc:
+            raise self._b._errors(exc, "writing the ledger") from exc
+
+    async def forget(self, scope: Scope) -> None:
+        r = await self._b._conn()
+        try:
+            keys = await r.smembers(self._sessions(scope))
+            if keys:
+                await r.delete(*keys)
+            await r.delete(self._sessions(scope))
+        except Exception as exc:
+            raise self._b._errors(exc, "erasing the ledger") from exc
+
+    async def close(self) -> None:
+        return None

@@ -1,0 +1,157 @@
+"""Redis-specific behaviour, against real redis-server processes started here."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from longterm import BackendUnavailableError, ConfigurationError, LongTermMemory
+from longterm.backends.redis import RedisBackend, resolve_url, RedisConfig
+from longterm.retrieval.embedders import HashingEmbedder
+from tests.conftest import make_session
+from tests.services.redis_server import RedisServer, free_port
+
+
+@pytest.fixture
+def redis_cfg(services, tmp_path: Path) -> dict:
+    return services("redis").config(tmp_path)
+
+
+async def test_outage_mid_run_loses_nothing_and_duplicates_nothing(tmp_path: Path):
+    server = RedisServer(persist=True)
+    server.start(tmp_path)
+    try:
+        memory = LongTermMemory(backend="redis", backend_config={"url": server.url, "socket_timeout": 2})
+        session = make_session(turns=[])
+        failures = 0
+        for i in range(30):
+            session["events"].append({"id": f"e{i}", "author": "user", "content": {"role": "user", "parts": [{"text": f"fact number {i}"}]}})
+            if i == 10:
+                server.stop()
+            if i == 20:
+                server.restart()
+            try:
+                await memory.add_session_to_memory(session)
+            except BackendUnavailableError as exc:
+                assert "cannot reach Redis" in str(exc) and "LONGTERM_REDIS_URL" in str(exc)
+                failures += 1
+        assert failures == 10
+        assert await memory.count(app_name="app", user_id="u1") == 30
+        ids = [r.event_id async for r in memory.iter_records(app_name="app", user_id="u1")]
+        assert sorted(ids) == sorted(f"e{i}" for i in range(30))
+        assert (await memory.add_session_to_memory(session)).saved == 0
+        await memory.close()
+    finally:
+        server.stop()
+
+
+async def test_unreachable_server_is_a_clear_error():
+    memory = LongTermMemory(backend="redis", backend_config={"url": f"redis://127.0.0.1:{free_port()}/0", "socket_timeout": 1})
+    with pytest.raises(BackendUnavailableError, match=r"cannot reach Redis at redis://127\.0\.0\.1:\d+/0"):
+        await memory.search_memory(app_name="a", user_id="u", query="hello")
+    await memory.close()
+
+
+async def test_redis_without_redisearch_says_how_to_start_one(tmp_path: Path):
+    server = RedisServer(modules=False)
+    server.start(tmp_path)
+    try:
+        memory = LongTermMemory(backend="redis", backend_config={"url": server.url})
+        with pytest.raises(BackendUnavailableError, match="no RediSearch module.*--loadmodule"):
+            await memory.add_session_to_memory(make_session())
+        await memory.close()
+    finally:
+        server.stop()
+
+
+async def test_password_is_never_printed():
+    memory = LongTermMemory(backend="redis", backend_config={"url": f"redis://me:hunter2@127.0.0.1:{free_port()}/0", "socket_timeout": 1})
+    with pytest.raises(BackendUnavailableError) as err:
+        await memory.count(app_name="a", user_id="u")
+    assert "hunter2" not in str(err.value) and "***" in str(err.value)
+    await memory.close()
+
+
+async def test_schema_mismatch_is_a_clear_error(redis_cfg: dict):
+    with_vectors = LongTermMemory(backend="redis", backend_config={**redis_cfg, "embedder": HashingEmbedder(64)})
+    await with_vectors.add_session_to_memory(make_session())
+    await with_vectors.close()
+    plain = LongTermMemory(backend="redis", backend_config=redis_cfg)
+    with pytest.raises(ConfigurationError, match="Vectors of different embedders never mix"):
+        await plain.search_memory(app_name="app", user_id="u1", query="hiking")
+    await plain.close()
+
+
+async def test_hybrid_search_fuses_both_arms_and_degrades_visibly(redis_cfg: dict):
+    memory = LongTermMemory(backend="redis", backend_config={**redis_cfg, "embedder": "hashing"})
+    turns = [("user", "I keep bees and sell honey at the market"), ("user", "My car is a blue hatchback"), ("user", "unrelated words here")]
+    await memory.add_session_to_memory(make_session(turns=turns))
+    res = await memory.search_memory(app_name="app", user_id="u1", query="bees honey")
+    top = res.memories[0]
+    assert top.content.parts[0].text.startswith("I keep bees")
+    assert set(top.custom_metadata["arms"]) == {"fulltext", "vector"}
+
+    class BrokenQueries(HashingEmbedder):
+        async def embed(self, texts, *, kind="passage"):
+            if kind == "query":
+                raise TimeoutError("embedding service timed out")
+            return await super().embed(texts, kind=kind)
+
+    memory.backend_instance.embedder = BrokenQueries(256)
+    res = await memory.search_memory(app_name="app", user_id="u1", query="bees honey")
+    assert res.memories[0].content.parts[0].text.startswith("I keep bees")
+    assert "vector search failed" in res.memories[0].custom_metadata["degraded"]
+    await memory.close()
+
+
+async def test_ledger_is_shared_between_hosts(redis_cfg: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    session = make_session(turns=[("user", f"fact {i}") for i in range(5)])
+    monkeypatch.setenv("LONGTERM_HOME", str(tmp_path / "host-a"))
+    a = LongTermMemory(backend="redis", backend_config=redis_cfg)
+    assert (await a.add_session_to_memory(session)).saved == 5
+    monkeypatch.setenv("LONGTERM_HOME", str(tmp_path / "host-b"))
+    b = LongTermMemory(backend="redis", backend_config=redis_cfg)
+    assert (await b.add_session_to_memory(session)).saved == 0
+    assert not (tmp_path / "host-b").exists()
+    await a.close()
+    await b.close()
+
+
+async def test_one_connection_pool_per_memory(redis_cfg: dict):
+    import redis.asyncio as R
+
+    memory = LongTermMemory(backend="redis", backend_config=redis_cfg)
+    await memory.add_session_to_memory(make_session())
+    await asyncio.gather(*(memory.search_memory(app_name="app", user_id="u1", query="hiking") for _ in range(50)))
+    pool = memory.backend_instance._client.connection_pool
+    assert len(pool._available_connections) + len(pool._in_use_connections) <= 32
+    probe = R.Redis.from_url(redis_cfg["url"])
+    clients = (await probe.execute_command("CLIENT", "LIST")).decode().count("\n")
+    assert clients <= 33
+    await probe.aclose()
+    await memory.close()
+
+
+def test_configuration_sources(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("LONGTERM_REDIS_URL", raising=False)
+    for var in ("DATABASE_REDIS_HOST", "DATABASE_REDIS_PORT", "DATABASE_REDIS_PASSWORD", "DATABASE_REDIS_DB", "REDIS_URL"):
+        monkeypatch.delenv(var, raising=False)
+    assert resolve_url(RedisConfig()) == "redis://127.0.0.1:6379/0"
+    assert resolve_url(RedisConfig(host="h", port=1, password="p w", db=2)) == "redis://:p%20w@h:1/2"
+    monkeypatch.setenv("LONGTERM_REDIS_URL", "redis://env:6380/1")
+    assert resolve_url(RedisConfig()) == "redis://env:6380/1"
+    monkeypatch.setenv("DATABASE_REDIS_HOST", "veadk-host")
+    monkeypatch.setenv("DATABASE_REDIS_PASSWORD", "secret")
+    assert resolve_url(RedisConfig()) == "redis://:secret@veadk-host:6379/0"
+    with pytest.raises(ConfigurationError, match="'hots'.*Known keys: url, host"):
+        LongTermMemory(backend="redis", backend_config={"hots": "x"})
+
+
+def test_vectors_are_float32_of_the_embedder_dim():
+    b = RedisBackend(index="x", embedder=HashingEmbedder(64))
+    assert "DIM" in b._schema() and "64" in b._schema()
+    v = asyncio.run(b.embedder.embed(["hello"]))
+    assert v.dtype == np.float32 and v.shape == (1, 64)
