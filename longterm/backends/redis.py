@@ -9,7 +9,7 @@ Layout, for namespace ``ns = prefix + index + ":"``:
 
 | key                    | type | holds                                               |
 |------------------------|------|-----------------------------------------------------|
-| ``ns m:<record id>``   | hash | one record; indexed by the RediSearch index         |
+| ``ns m:<record id>``   | hash | ``doc`` (the record as JSON), ``terms``, ``scope``, ``timestamp``[, ``embedding``]; indexed |
 | ``ns s:<scope digest>``| set  | the record keys of one (app, user): count/scan/erase |
 | ``ns l:<digest>``      | set  | ledger: saved event ids of one session              |
 | ``ns ls:<scope digest>``| set | ledger: the session keys of one (app, user)         |
@@ -56,7 +56,9 @@ from ..retrieval.text import query_terms, segment
 log = logging.getLogger("longterm.redis")
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
-FIELDS = ("id", "app_name", "user_id", "session_id", "event_id", "author", "role", "event_types", "text", "content", "timestamp", "metadata")
+#: Hash fields: what is indexed, plus the whole record as one JSON document (one field to
+#: write and return instead of twelve: a third of the client's time per record).
+FIELDS = ("doc",)
 START_HINT = (
     "Run Redis Stack (`docker run -p 6379:6379 redis/redis-stack-server`), or start redis-server "
     "with `--loadmodule /path/to/redisearch.so`."
@@ -265,37 +267,30 @@ class RedisBackend:
         if self.embedder is not None:
             vectors = await self.embedder.embed([r.text for r in records], kind="passage")
         r = await self._conn()
+        scopes: dict[str, list[str]] = {}
         try:
             async with r.pipeline(transaction=True) as pipe:
                 for i, rec in enumerate(records):
                     key = self._key(rec.id)
                     mapping: dict[str, Any] = {
-                        "id": rec.id, "app_name": rec.app_name, "user_id": rec.user_id,
-                        "session_id": rec.session_id, "event_id": rec.event_id, "author": rec.author,
-                        "role": rec.role, "event_types": json.dumps(rec.event_types), "text": rec.text,
-                        "terms": segment(rec.text), "content": json.dumps(rec.content, ensure_ascii=False),
-                        "timestamp": repr(rec.timestamp), "metadata": json.dumps(rec.metadata, ensure_ascii=False),
+                        "doc": rec.model_dump_json(exclude={"embedding"}),
+                        "terms": segment(rec.text),
                         "scope": _digest(rec.app_name, rec.user_id),
-                    }  # fmt: skip
+                        "timestamp": repr(rec.timestamp),
+                    }
                     if vectors is not None:
                         mapping["embedding"] = vectors[i].astype(np.float32).tobytes()
-                    pipe.delete(key)
                     pipe.hset(key, mapping=mapping)
-                    pipe.sadd(self._scope_set(rec.app_name, rec.user_id), key)
+                    scopes.setdefault(self._scope_set(rec.app_name, rec.user_id), []).append(key)
+                for members, keys in scopes.items():
+                    pipe.sadd(members, *keys)
                 await pipe.execute()
         except Exception as exc:
             raise self._errors(exc, "saving memories") from exc
 
     @staticmethod
     def _record(values: Sequence[Optional[bytes]]) -> MemoryRecord:
-        d = {k: (v.decode() if v is not None else "") for k, v in zip(FIELDS, values)}
-        return MemoryRecord(
-            id=d["id"], app_name=d["app_name"], user_id=d["user_id"], session_id=d["session_id"],
-            event_id=d["event_id"], author=d["author"], role=d["role"],
-            event_types=json.loads(d["event_types"] or "[]"), text=d["text"],
-            content=json.loads(d["content"] or "{}"), timestamp=float(d["timestamp"] or 0),
-            metadata=json.loads(d["metadata"] or "{}"),
-        )  # fmt: skip
+        return MemoryRecord.model_validate_json(values[0])
 
     def _parse_search(self, reply: list[Any], with_scores: bool) -> list[tuple[MemoryRecord, float]]:
         out = []
