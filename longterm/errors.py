@@ -52,3 +52,17 @@ def require(module: str, *, package: str, extra: str, purpose: str):
         return importlib.import_module(module)
     except ImportError as exc:
         raise MissingDependencyError(package, extra, purpose) from exc
+
+
+def raise_ours_from(exc: Exception) -> None:
+    """Re-raise a LongTermMemoryError that pydantic wrapped into a ValidationError.
+
+    Our validators and ``model_post_init`` raise our own errors; pydantic turns any
+    ValueError into a ValidationError, which would hide the message users need.
+    """
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        for err in errors():
+            cause = (err.get("ctx") or {}).get("error")
+            if isinstance(cause, LongTermMemoryError):
+                raise cause from None

@@ -23,15 +23,17 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from . import config as _config
 from ._sync import SyncPortal
+from .autosave import AutoSaver
 from .backends import registry
 from .backends.base import Backend
 from .entries import MemoryEntry, MemoryServiceBase, SearchMemoryResponse, make_content
-from .errors import BackendError, ConfigurationError, InvalidInputError, LongTermMemoryError
+from .errors import BackendError, ConfigurationError, InvalidInputError, LongTermMemoryError, raise_ours_from
 from .ledger import Ledger, SQLiteLedger
 from .policies import resolve_policy
 from .records import Hit, MemoryRecord, Scope, record_id
 from .saves import make_record, plan_save
 from .sessions import Event, SessionView, event_ids, read_session, to_event
+from .tools import MemoryTool
 
 log = logging.getLogger("longterm")
 
@@ -80,15 +82,14 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     _backend: Any = PrivateAttr(default=None)
     _ledger: Any = PrivateAttr(default=None)
     _portal: Optional[SyncPortal] = PrivateAttr(default=None)
+    _autosavers: list = PrivateAttr(default_factory=list)
 
     def __init__(self, **data: Any) -> None:
         try:
             super().__init__(**data)
         except ValidationError as exc:
+            raise_ours_from(exc)
             err = exc.errors()[0]
-            cause = (err.get("ctx") or {}).get("error")
-            if isinstance(cause, LongTermMemoryError):
-                raise cause from None
             where = ".".join(str(p) for p in err["loc"]) or "LongTermMemory"
             msg = str(err["msg"]).removeprefix("Value error, ")
             raise ConfigurationError(f"invalid LongTermMemory argument '{where}': {msg}") from None
@@ -311,6 +312,45 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         """Write records as they are (migration between backends, restore from export)."""
         async with self._engine("saving memories"):
             await self._backend.upsert(list(records))
+
+    # -- automatic saving and tools ---------------------------------------------------------
+
+    def auto_saver(self, *, min_messages: Any = None, min_seconds: Any = None, policy: Any = None) -> AutoSaver:
+        """A new ``AutoSaver`` for this memory (see ``longterm.autosave``); ``flush`` drains them all."""
+        saver = AutoSaver(self, min_messages=min_messages, min_seconds=min_seconds, policy=policy)
+        self._autosavers.append(saver)
+        return saver
+
+    async def flush(self) -> None:
+        """Save every unsaved tail that automatic saving knows of; raise if one fails."""
+        errors = []
+        for saver in self._autosavers:
+            try:
+                await saver.flush()
+            except Exception as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+    drain = flush
+
+    async def recover_sessions(self, session_service: Any, *, app_name: str, user_id: Optional[str] = None) -> list[SaveResult]:
+        """Save what the ledger has not seen from an ADK session service (after a crash).
+
+        Lists the app's sessions (one user's, or every user's where the service can list
+        them), loads each with its events and saves it; saved events are skipped.
+        """
+        listing = await session_service.list_sessions(app_name=app_name, user_id=user_id)
+        results = []
+        for s in listing.sessions:
+            full = await session_service.get_session(app_name=app_name, user_id=s.user_id, session_id=s.id)
+            if full is not None:
+                results.append(await self.add_session_to_memory(full))
+        return results
+
+    def as_tool(self, *, app_name: str, user_id: str, top_k: Optional[int] = None) -> MemoryTool:
+        """A ``load_memory`` function with a JSON schema, bound to (app, user)."""
+        return MemoryTool(self, app_name=app_name, user_id=user_id, top_k=top_k)
 
     async def close(self) -> None:
         await self._backend.close()

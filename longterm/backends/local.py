@@ -28,7 +28,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar, Literal, Optional
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -39,7 +39,7 @@ from ..errors import InvalidInputError
 from ..ledger import LEDGER_SCHEMA, SQLiteLedger
 from ..records import Hit, MemoryRecord, Scope, content_digest
 from ..retrieval.embedders import Embedder, resolve_embedder
-from ..retrieval.fusion import rrf
+from ..retrieval.fusion import DEFAULT_WEIGHTS, fuse
 from ..retrieval.text import query_terms, segment
 from .local_vectors import BUMP_VERSION, VECTOR_SCHEMA, VectorStore
 
@@ -129,10 +129,10 @@ class LocalConfig(BaseModel):
     max_record_bytes: int = MAX_RECORD_BYTES
     embedder: Any = None
     """An embedder (name, dict or instance): search then fuses full text and vectors."""
-    vector_weight: float = 1.0
-    """Weight of the vector arm in Reciprocal Rank Fusion."""
-    fulltext_weight: float = 1.0
-    """Weight of the full-text arm in Reciprocal Rank Fusion."""
+    fusion: Literal["convex", "rrf"] = "convex"
+    """How the two arms are fused (see ``retrieval.fusion``)."""
+    vector_weight: float = DEFAULT_WEIGHTS["vector"]
+    fulltext_weight: float = DEFAULT_WEIGHTS["fulltext"]
     candidates: int = 50
     """How deep each arm looks before fusion."""
 
@@ -182,14 +182,16 @@ class LocalBackend:
         index: str = "default_app",
         max_record_bytes: int = MAX_RECORD_BYTES,
         embedder: Any = None,
-        vector_weight: float = 1.0,
-        fulltext_weight: float = 1.0,
+        fusion: str = "convex",
+        vector_weight: float = DEFAULT_WEIGHTS["vector"],
+        fulltext_weight: float = DEFAULT_WEIGHTS["fulltext"],
         candidates: int = 50,
     ):
         self.path = Path(path).expanduser()
         self.index = index
         self.max_record_bytes = max_record_bytes
         self.embedder: Optional[Embedder] = resolve_embedder(embedder)
+        self.fusion = fusion
         self.vector_weight = vector_weight
         self.fulltext_weight = fulltext_weight
         self.candidates = candidates
@@ -203,7 +205,8 @@ class LocalBackend:
         path = cfg.path or env("LONGTERM_LOCAL_PATH") or str(root / "memory.db")
         return cls(
             path, index=cfg.index, max_record_bytes=cfg.max_record_bytes, embedder=cfg.embedder,
-            vector_weight=cfg.vector_weight, fulltext_weight=cfg.fulltext_weight, candidates=cfg.candidates,
+            fusion=cfg.fusion, vector_weight=cfg.vector_weight, fulltext_weight=cfg.fulltext_weight,
+            candidates=cfg.candidates,
         )  # fmt: skip
 
     def _check_vectors(self, conn: sqlite3.Connection) -> None:
@@ -287,21 +290,20 @@ class LocalBackend:
             self._check_vectors(conn)
             text_rows = fulltext(conn)
             near = vectors.nearest(conn, scope.app_name, scope.user_id, qv, depth) if qv is not None else []
-            fused = rrf(
-                {"fulltext": [r[0] for r in text_rows], "vector": [r for r, _ in near]},
-                weights={"fulltext": self.fulltext_weight, "vector": self.vector_weight},
+            fused = fuse(
+                self.fusion,
+                {"fulltext": [(r[0], r[2]) for r in text_rows], "vector": near},
+                {"fulltext": self.fulltext_weight, "vector": self.vector_weight},
             )[:top_k]
             records = {rowid: rec for rowid, rec, _ in text_rows}
-            raw = {"fulltext": {r[0]: r[2] for r in text_rows}, "vector": dict(near)}
             hits = []
-            for rowid, score, ranks in fused:
+            for rowid, score, arms in fused:
                 rec = records.get(rowid)
                 if rec is None:
                     row = conn.execute(BY_ROWID, (rowid, self.index, scope.app_name, scope.user_id)).fetchone()
                     if row is None:  # deleted since the matrix was cached
                         continue
                     rec = _row_to_record(row[1:])
-                arms = {arm: raw[arm][rowid] for arm in ranks}
                 hits.append(Hit(record=rec, score=score, arms=arms, extra={"degraded": degraded} if degraded else {}))
             return hits
 

@@ -21,8 +21,8 @@ Why so:
   ``retrieval.text`` (letters and digits only) and are escaped anyway.
 - Text is CJK-segmented here and stemmed by RediSearch (English), like the local backend.
 - Writes go in one MULTI/EXEC per batch: a save lands whole or not at all.
-- Hybrid search runs BM25 and KNN (both pre-filtered on the scope TAG) and fuses them with
-  RRF. If the vector arm fails, the answer comes from full text and says so in each hit.
+- Hybrid search runs BM25 and KNN (both pre-filtered on the scope TAG) and fuses them
+  (convex by default, or RRF; see ``retrieval.fusion``). If the vector arm fails, the answer comes from full text and says so in each hit.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import logging
 import re
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar, Literal, Optional
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import numpy as np
@@ -50,7 +50,7 @@ from ..errors import (
 )
 from ..records import Hit, MemoryRecord, Scope
 from ..retrieval.embedders import Embedder, resolve_embedder
-from ..retrieval.fusion import rrf
+from ..retrieval.fusion import DEFAULT_WEIGHTS, fuse
 from ..retrieval.text import query_terms, segment
 
 log = logging.getLogger("longterm.redis")
@@ -82,6 +82,9 @@ class RedisConfig(BaseModel):
     prefix: str = "longterm:"
     index: str = "default_app"
     embedder: Any = None
+    fusion: Literal["convex", "rrf"] = "convex"
+    vector_weight: float = DEFAULT_WEIGHTS["vector"]
+    fulltext_weight: float = DEFAULT_WEIGHTS["fulltext"]
     socket_timeout: float = 10.0
     max_connections: int = 32
 
@@ -132,6 +135,9 @@ class RedisBackend:
         prefix: str = "longterm:",
         index: str = "default_app",
         embedder: Any = None,
+        fusion: str = "convex",
+        vector_weight: float = DEFAULT_WEIGHTS["vector"],
+        fulltext_weight: float = DEFAULT_WEIGHTS["fulltext"],
         socket_timeout: float = 10.0,
         max_connections: int = 32,
     ) -> None:
@@ -142,6 +148,8 @@ class RedisBackend:
         self.ns = f"{prefix}{index}:"
         self.index_name = f"{self.ns}idx"
         self.embedder: Optional[Embedder] = resolve_embedder(embedder)
+        self.fusion = fusion
+        self.weights = {"fulltext": fulltext_weight, "vector": vector_weight}
         self._socket_timeout = socket_timeout
         self._max_connections = max_connections
         self._client: Any = None
@@ -153,7 +161,8 @@ class RedisBackend:
     def from_config(cls, config: dict[str, Any], *, root: Path) -> "RedisBackend":
         cfg = parse_backend_config(RedisConfig, config, cls.name)
         return cls(
-            resolve_url(cfg), prefix=cfg.prefix, index=cfg.index, embedder=cfg.embedder,
+            resolve_url(cfg), prefix=cfg.prefix, index=cfg.index, embedder=cfg.embedder, fusion=cfg.fusion,
+            vector_weight=cfg.vector_weight, fulltext_weight=cfg.fulltext_weight,
             socket_timeout=cfg.socket_timeout, max_connections=cfg.max_connections,
         )  # fmt: skip
 
@@ -353,9 +362,13 @@ class RedisBackend:
             degraded = f"vector search failed ({type(exc).__name__}: {exc}); results are full text only"
             log.warning("redis %s: %s", self.index_name, degraded)
         by_id = {rec.id: rec for rec, _ in text_hits + vec_hits}
-        fused = rrf({"fulltext": [rec.id for rec, _ in text_hits], "vector": [rec.id for rec, _ in vec_hits]})
+        fused = fuse(
+            self.fusion,
+            {"fulltext": [(rec.id, s) for rec, s in text_hits], "vector": [(rec.id, s) for rec, s in vec_hits]},
+            self.weights,
+        )
         extra = {"degraded": degraded} if degraded else {}
-        return [Hit(record=by_id[i], score=s, arms={k: float(v) for k, v in ranks.items()}, extra=extra) for i, s, ranks in fused[:top_k]]
+        return [Hit(record=by_id[i], score=s, arms=arms, extra=extra) for i, s, arms in fused[:top_k]]
 
     async def delete(self, scope: Scope, ids: Optional[Sequence[str]] = None) -> int:
         r = await self._conn()
