@@ -17,7 +17,7 @@ from google.genai import types
 from longterm import ConfigurationError, LongTermMemory
 from longterm.backends.local import LocalBackend
 from longterm.integrations.adk import Agent, Runner
-from tests.support.scripted_llm import ScriptedLlm
+from longterm.integrations.scripted_llm import ScriptedLlm
 
 APP = "assistant_app"
 

@@ -1,8 +1,10 @@
-"""A scripted ADK model: it stands in for the LLM (never for memory) in agent tests.
+"""A scripted ADK model: an offline stand-in for the LLM in examples and tests.
 
-Each turn it looks at the request: if the last content is a function response, it
-answers with that response's text; otherwise, when the user's message starts with
-``recall:``, it calls ``load_memory`` with the rest as the query; else it says "ok".
+The seam: ``ScriptedLlm()`` is an ADK ``BaseLlm`` that needs no network and no key, so an
+agent with long-term memory can be run and tested end to end (memory is real; only the
+model is scripted). Each turn it looks at the request: after a function response it
+answers "From memory: <the response>"; when the user's message starts with ``recall:``
+it calls ``load_memory`` with the rest as the query; otherwise it says "ok".
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 
 
+_USAGE = types.GenerateContentResponseUsageMetadata(prompt_token_count=0, candidates_token_count=0, total_token_count=0)
+
+
 class ScriptedLlm(BaseLlm):
     model: str = "scripted"
 
@@ -25,11 +30,11 @@ class ScriptedLlm(BaseLlm):
         fr = next((p.function_response for p in parts if p.function_response), None)
         if fr is not None:
             text = "From memory: " + json.dumps(fr.response, ensure_ascii=False, default=str)
-            yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text=text)]))
+            yield LlmResponse(usage_metadata=_USAGE, content=types.Content(role="model", parts=[types.Part(text=text)]))
             return
         said = " ".join(p.text for p in parts if p.text) if last and last.role == "user" else ""
         if said.startswith("recall:"):
             call = types.FunctionCall(name="load_memory", args={"query": said[len("recall:"):].strip()})
-            yield LlmResponse(content=types.Content(role="model", parts=[types.Part(function_call=call)]))
+            yield LlmResponse(usage_metadata=_USAGE, content=types.Content(role="model", parts=[types.Part(function_call=call)]))
             return
-        yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text="ok")]))
+        yield LlmResponse(usage_metadata=_USAGE, content=types.Content(role="model", parts=[types.Part(text="ok")]))
