@@ -1,12 +1,17 @@
 """Incremental-save bookkeeping: which events of each session are already saved.
 
-The seam: a ``Ledger`` answers ``saved(scope, session_id)`` (the saved event ids) and
-records ``mark_saved(...)`` after a backend confirmed a write; ``forget(scope)`` drops a
-user's bookkeeping on erasure. Three methods, so any engine can host one.
+The seam: a ``Ledger`` answers ``saved(scope, session_id)`` (the event ids already
+handled) and records ``mark_saved(...)`` after a backend confirmed a write;
+``forget(scope)`` drops a user's bookkeeping on erasure. Three methods, so any engine can
+host one.
+
+"Handled" means written, or dropped by the policy in force at that save: each event is
+considered once, so a replay reports nothing new and long sessions are not re-filtered
+on every automatic save. (To re-import a session under another policy, erase the user
+or use a fresh ledger.)
 
 Why a set of event ids and not a position: sessions can be rewound or edited and events
-arrive out of order; ids are what the record ids are derived from, so "saved" means
-exactly "this record exists". The ledger is an optimisation on top of idempotent upserts:
+arrive out of order; ids are what the record ids are derived from. The ledger is an optimisation on top of idempotent upserts:
 if it is lost, the next save rewrites the same ids and duplicates nothing.
 
 ``SQLiteLedger`` is the default. It lives in the local backend's file, or in

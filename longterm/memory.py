@@ -175,7 +175,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         policy = resolve_policy(auto_save_memory_policy) if auto_save_memory_policy is not None else self.auto_save_memory_policy
         saved = await self._ledger.saved(scope, view.session_id)
         plan = plan_save(view, saved, policy)
-        await self._write(scope, view.session_id, plan.records, [r.event_id for r in plan.records])
+        await self._write(scope, view.session_id, plan.records, plan.covered)
         log.debug("saved %d of %d new events of session %s", len(plan.records), plan.new_events, view.session_id)
         return SaveResult(session_id=view.session_id, new_events=plan.new_events, saved=len(plan.records))
 
@@ -217,7 +217,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         view = SessionView(app_name, user_id, sid, event_ids(list(events)), list(events))
         saved = await self._ledger.saved(scope, sid)
         plan = plan_save(view, saved, self.auto_save_memory_policy, custom_metadata)
-        await self._write(scope, sid, plan.records, [r.event_id for r in plan.records])
+        await self._write(scope, sid, plan.records, plan.covered)
         return SaveResult(session_id=sid, new_events=plan.new_events, saved=len(plan.records))
 
     async def add_memory(

@@ -20,8 +20,12 @@ from .sessions import Event, SessionView
 @dataclass
 class SavePlan:
     records: list[MemoryRecord] = field(default_factory=list)
-    new_events: int = 0
-    """Events the ledger had not seen (kept or not by the policy)."""
+    covered: list[str] = field(default_factory=list)
+    """Every new event id, kept or dropped by the policy: the ledger marks all of them."""
+
+    @property
+    def new_events(self) -> int:
+        return len(self.covered)
 
 
 def make_record(
@@ -69,7 +73,7 @@ def plan_save(
     for i, eid in enumerate(view.event_ids):
         if eid in saved:
             continue
-        plan.new_events += 1
+        plan.covered.append(eid)
         record = make_record(view.app_name, view.user_id, view.session_id, view.event(i), policy, metadata)
         if record is not None:
             plan.records.append(record)

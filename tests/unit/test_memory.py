@@ -93,8 +93,12 @@ async def test_sessions_as_adk_objects():
     ]
     session = Session(id="adk1", app_name="app", user_id="u1", events=events)
     memory = LongTermMemory()
-    assert (await memory.add_session_to_memory(session)).saved == 1
-    assert (await memory.add_session_to_memory(session, auto_save_memory_policy="all")).saved == 2
+    assert (await memory.add_session_to_memory(session, auto_save_memory_policy="all")).saved == 3
+    # each event is considered once: a later save under another policy adds nothing
+    assert (await memory.add_session_to_memory(session)).new_events == 0
+    default_only = LongTermMemory(backend_config={"index": "other"}, ledger=MemoryLedger())
+    assert (await default_only.add_session_to_memory(session)).saved == 1
+    await default_only.close()
     res = await memory.search_memory(app_name="app", user_id="u1", query="dog name")
     assert isinstance(res.memories[0], MemoryEntry)
     assert isinstance(res.memories[0].content, types.Content)
@@ -134,7 +138,7 @@ async def test_custom_ledger_is_used():
     ledger = MemoryLedger()
     memory = LongTermMemory(ledger=ledger)
     await memory.add_session_to_memory(make_session())
-    assert await ledger.saved(Scope(app_name="app", user_id="u1"), "s1") == {"s1-e0"}
+    assert await ledger.saved(Scope(app_name="app", user_id="u1"), "s1") == {"s1-e0", "s1-e1"}
     await memory.close()
 
 
