@@ -203,7 +203,7 @@ def main() -> None:
     console.print(table)
     for name, emb in CachedEmbedder._shared.items():
         console.print(f"embedding with {name}: {len(emb.cache)} distinct texts in {emb.seconds:.1f} s "
-                      f"({emb.seconds / max(1, len(emb.cache)) * 1000:.1f} ms per text); ms/query above includes embedding the question")
+                      f"({emb.seconds / max(1, len(emb.cache)) * 1000:.1f} ms per text); ms/query includes embedding a question only in the first configuration that uses the model")
 
 
 if __name__ == "__main__":

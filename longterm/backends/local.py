@@ -108,6 +108,12 @@ WHERE memories_fts MATCH ? AND m.index_name = ? AND m.app_name = ? AND m.user_id
 ORDER BY rank LIMIT ?
 """
 
+SEARCH_IDS = """
+SELECT m.rowid, bm25(memories_fts, 0.0, 1.0) AS rank
+FROM memories_fts JOIN memories AS m ON m.rowid = memories_fts.rowid
+WHERE memories_fts MATCH ? AND m.index_name = ? AND m.app_name = ? AND m.user_id = ?
+ORDER BY rank LIMIT ?
+"""
 BY_ROWID = f"SELECT m.rowid, {_M_COLUMNS} FROM memories AS m WHERE m.rowid = ? AND m.index_name = ? AND m.app_name = ? AND m.user_id = ?"
 COUNT = "SELECT count(*) FROM memories WHERE index_name = ? AND app_name = ? AND user_id = ?"
 SCAN = f"""
@@ -287,24 +293,26 @@ class LocalBackend:
         vectors = self._vectors
 
         def hybrid(conn: sqlite3.Connection) -> list[Hit]:
+            # Fuse on ids and scores first; read and parse only the records that survive.
+            # (Running the matrix product on a second thread beside the full-text query was
+            # measured slower here: the product is memory-bound and BLAS threads already.)
             self._check_vectors(conn)
-            text_rows = fulltext(conn)
+            text_rows = [(r[0], -r[1]) for r in conn.execute(SEARCH_IDS, params)]
             near = vectors.nearest(conn, scope.app_name, scope.user_id, qv, depth) if qv is not None else []
             fused = fuse(
                 self.fusion,
-                {"fulltext": [(r[0], r[2]) for r in text_rows], "vector": near},
+                {"fulltext": text_rows, "vector": near},
                 {"fulltext": self.fulltext_weight, "vector": self.vector_weight},
-            )[:top_k]
-            records = {rowid: rec for rowid, rec, _ in text_rows}
+            )
             hits = []
             for rowid, score, arms in fused:
-                rec = records.get(rowid)
-                if rec is None:
-                    row = conn.execute(BY_ROWID, (rowid, self.index, scope.app_name, scope.user_id)).fetchone()
-                    if row is None:  # deleted since the matrix was cached
-                        continue
-                    rec = _row_to_record(row[1:])
-                hits.append(Hit(record=rec, score=score, arms=arms, extra={"degraded": degraded} if degraded else {}))
+                row = conn.execute(BY_ROWID, (rowid, self.index, scope.app_name, scope.user_id)).fetchone()
+                if row is None:  # deleted since the matrix was cached
+                    continue
+                extra = {"degraded": degraded} if degraded else {}
+                hits.append(Hit(record=_row_to_record(row[1:]), score=score, arms=arms, extra=extra))
+                if len(hits) == top_k:
+                    break
             return hits
 
         return await self._worker.run(hybrid)

@@ -80,7 +80,8 @@ class VectorStore:
     def bump(self, conn: sqlite3.Connection, scopes: set[tuple[str, str]]) -> None:
         conn.executemany(BUMP_VERSION, [(self.index, a, u) for a, u in scopes])
 
-    def _matrix(self, conn: sqlite3.Connection, app: str, user: str) -> tuple[np.ndarray, np.ndarray]:
+    def matrix(self, conn: sqlite3.Connection, app: str, user: str) -> tuple[np.ndarray, np.ndarray]:
+        """The scope's (rowids, matrix), from the cache while the scope's version holds."""
         row = conn.execute(GET_VERSION, (self.index, app, user)).fetchone()
         version = row[0] if row else 0
         with self._lock:
@@ -98,7 +99,11 @@ class VectorStore:
         return rowids, matrix
 
     def nearest(self, conn: sqlite3.Connection, app: str, user: str, vector: np.ndarray, n: int) -> list[tuple[int, float]]:
-        rowids, matrix = self._matrix(conn, app, user)
+        return self.top(*self.matrix(conn, app, user), vector, n)
+
+    @staticmethod
+    def top(rowids: np.ndarray, matrix: np.ndarray, vector: np.ndarray, n: int) -> list[tuple[int, float]]:
+        """The ``n`` best (rowid, cosine) pairs; pure numpy, so it runs beside SQLite work."""
         if not len(rowids):
             return []
         scores = matrix @ np.asarray(vector, dtype=np.float32)
