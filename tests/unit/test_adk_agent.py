@@ -177,7 +177,7 @@ def test_thresholds_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 async def test_recover_after_a_crash(tmp_path: Path):
-    memory, agent, sessions, runner = make(tmp_path, min_messages_threshold=100, min_time_threshold=3600)
+    memory, agent, sessions, runner = make(tmp_path, auto_save_session=False)
     await say(runner, sessions, "iv", "s1", "I moved to Oslo")
     await say(runner, sessions, "iv", "s2", "I work as a nurse")
     # the process dies here: no flush, no close; the session store survives
