@@ -22,6 +22,7 @@ ENTRY_POINT_GROUP = "longterm.backends"
 BUILTINS: dict[str, str] = {
     "local": "longterm.backends.local:LocalBackend",
     "redis": "longterm.backends.redis:RedisBackend",
+    "qdrant": "longterm.backends.qdrant:QdrantBackend",
 }
 
 _registry: dict[str, Union[str, type]] = dict(BUILTINS)

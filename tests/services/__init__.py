@@ -36,6 +36,21 @@ class LocalProvider:
         return None
 
 
+class QdrantEmbeddedProvider:
+    """Qdrant's embedded local mode: a directory per test, no server."""
+
+    name = "qdrant"
+
+    def start(self, workdir: Path) -> None:
+        return None
+
+    def config(self, tmp: Path) -> dict[str, Any]:
+        return {"path": str(tmp / f"qdrant-{uuid.uuid4().hex[:8]}")}
+
+    def stop(self) -> None:
+        return None
+
+
 from tests.services.redis_server import RedisServer  # noqa: E402
 
-PROVIDERS: dict[str, Provider] = {"local": LocalProvider(), "redis": RedisServer()}
+PROVIDERS: dict[str, Provider] = {"local": LocalProvider(), "redis": RedisServer(), "qdrant": QdrantEmbeddedProvider()}
