@@ -2,8 +2,9 @@
 
 The seam: ``QdrantBackend`` implements the backend contract (``base.py``) with the
 official ``qdrant-client``: ``AsyncQdrantClient`` for a server (``url``/``host``+``port``,
-``api_key``), the same client's local mode (``path``, default
-``<LONGTERM_HOME>/qdrant``) for an embedded store. One collection per ``index``.
+``api_key``), or the same client's local mode for an embedded store (``path``, default
+``<LONGTERM_HOME>/qdrant``, with ``engine="local"``). One collection per ``index``. The
+default embedded engine is qdrant-edge (``qdrant_edge.py``), chosen by measurement.
 
 Why it is shaped so:
 - Point ids are the record ids read as UUIDs (they are 128-bit hex digests), so upserts
@@ -58,7 +59,10 @@ class QdrantConfig(BaseModel):
     port: int = 6333
     api_key: Optional[str] = None
     path: Optional[str] = None
-    """Embedded local mode directory; used when no server is configured."""
+    """Embedded store directory; used when no server is configured."""
+    engine: Literal["edge", "local"] = "edge"
+    """Embedded engine: ``edge`` (qdrant-edge-py, Qdrant's engine in-process; fast) or
+    ``local`` (qdrant-client's local mode, pure Python). Ignored for servers."""
     prefix: str = "longterm_"
     index: str = "default_app"
     embedder: Any = None
@@ -120,6 +124,13 @@ class QdrantBackend:
             url = env("LONGTERM_QDRANT_URL")
         if url is None and path is None:
             path = str(root / "qdrant")
+        if url is None and cfg.engine == "edge":
+            from .qdrant_edge import QdrantEdgeBackend
+
+            return QdrantEdgeBackend(  # type: ignore[return-value]
+                path, index=cfg.index, embedder=cfg.embedder, fusion=cfg.fusion, vector_weight=cfg.vector_weight,
+                fulltext_weight=cfg.fulltext_weight, candidates=cfg.candidates,
+            )  # fmt: skip
         return cls(
             url=url, api_key=cfg.api_key or env("LONGTERM_QDRANT_API_KEY"), path=path if url is None else None,
             prefix=cfg.prefix, index=cfg.index, embedder=cfg.embedder, fusion=cfg.fusion,

@@ -14,6 +14,7 @@ import pytest
 
 from longterm import BackendUnavailableError, ConfigurationError, LongTermMemory
 from longterm.backends.qdrant import QdrantBackend, collection_name
+from longterm.backends.qdrant_edge import QdrantEdgeBackend
 from longterm.retrieval.embedders import HashingEmbedder
 from tests.conftest import make_session
 from tests.services.redis_server import free_port
@@ -45,9 +46,11 @@ async def test_unreachable_server_is_a_clear_error():
     await memory.close()
 
 
+@pytest.mark.parametrize("engine", ["edge", "local"])
 @pytest.mark.parametrize("fusion", ["convex", "rrf"])
-async def test_hybrid_search(tmp_path: Path, fusion: str):
-    memory = LongTermMemory(backend="qdrant", backend_config={"path": str(tmp_path / "q"), "fusion": fusion}, embedder=HashingEmbedder(64))
+async def test_hybrid_search(tmp_path: Path, fusion: str, engine: str):
+    cfg = {"path": str(tmp_path / "q"), "fusion": fusion, "engine": engine}
+    memory = LongTermMemory(backend="qdrant", backend_config=cfg, embedder=HashingEmbedder(64))
     await memory.add_session_to_memory(make_session(turns=[("user", "bees make honey in summer"), ("user", "my car is blue")]))
     await memory.add_session_to_memory(make_session(user="other", turns=[("user", "other user's bees and honey")]))
     res = await memory.search_memory(app_name="app", user_id="u1", query="honey bees")
@@ -56,12 +59,13 @@ async def test_hybrid_search(tmp_path: Path, fusion: str):
     await memory.close()
 
 
-async def test_embedder_dimension_is_checked(tmp_path: Path):
-    path = str(tmp_path / "q")
-    m = LongTermMemory(backend="qdrant", backend_config={"path": path}, embedder=HashingEmbedder(64))
+@pytest.mark.parametrize("engine", ["edge", "local"])
+async def test_embedder_dimension_is_checked(tmp_path: Path, engine: str):
+    cfg = {"path": str(tmp_path / "q"), "engine": engine}
+    m = LongTermMemory(backend="qdrant", backend_config=cfg, embedder=HashingEmbedder(64))
     await m.add_session_to_memory(make_session())
     await m.close()
-    other = LongTermMemory(backend="qdrant", backend_config={"path": path}, embedder=HashingEmbedder(32))
+    other = LongTermMemory(backend="qdrant", backend_config=cfg, embedder=HashingEmbedder(32))
     with pytest.raises(ConfigurationError, match="Vectors of different embedders never mix"):
         await other.count(app_name="app", user_id="u1")
     await other.close()
@@ -70,6 +74,8 @@ async def test_embedder_dimension_is_checked(tmp_path: Path):
 def test_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("LONGTERM_QDRANT_URL", raising=False)
     b = QdrantBackend.from_config({"index": "x"}, root=tmp_path)
+    assert isinstance(b, QdrantEdgeBackend) and b.path == tmp_path / "qdrant"
+    b = QdrantBackend.from_config({"index": "x", "engine": "local"}, root=tmp_path)
     assert b.embedded and b.path == str(tmp_path / "qdrant")
     monkeypatch.setenv("LONGTERM_QDRANT_URL", "http://qdrant:6333")
     monkeypatch.setenv("LONGTERM_QDRANT_API_KEY", "k")

@@ -10,13 +10,18 @@ from tests.services import PROVIDERS
 
 
 @pytest.fixture(params=sorted(PROVIDERS))
-def backend_name(request: pytest.FixtureRequest) -> str:
+def provider_id(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
 @pytest.fixture
-def backend_config(backend_name: str, services, tmp_path: Path) -> dict[str, Any]:
-    return services(backend_name).config(tmp_path)
+def backend_name(provider_id: str) -> str:
+    return PROVIDERS[provider_id].name
+
+
+@pytest.fixture
+def backend_config(provider_id: str, services, tmp_path: Path) -> dict[str, Any]:
+    return services(provider_id).config(tmp_path)
 
 
 @pytest.fixture

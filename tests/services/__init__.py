@@ -37,15 +37,18 @@ class LocalProvider:
 
 
 class QdrantEmbeddedProvider:
-    """Qdrant's embedded local mode: a directory per test, no server."""
+    """Embedded Qdrant (engine edge or local): a directory per test, no server."""
 
     name = "qdrant"
+
+    def __init__(self, engine: str) -> None:
+        self.engine = engine
 
     def start(self, workdir: Path) -> None:
         return None
 
     def config(self, tmp: Path) -> dict[str, Any]:
-        return {"path": str(tmp / f"qdrant-{uuid.uuid4().hex[:8]}")}
+        return {"path": str(tmp / f"qdrant-{uuid.uuid4().hex[:8]}"), "engine": self.engine}
 
     def stop(self) -> None:
         return None
@@ -53,4 +56,11 @@ class QdrantEmbeddedProvider:
 
 from tests.services.redis_server import RedisServer  # noqa: E402
 
-PROVIDERS: dict[str, Provider] = {"local": LocalProvider(), "redis": RedisServer(), "qdrant": QdrantEmbeddedProvider()}
+#: Keyed by test id; ``provider.name`` is the backend name (one backend may have several
+#: engines, each of which must pass the contract suite).
+PROVIDERS: dict[str, Provider] = {
+    "local": LocalProvider(),
+    "redis": RedisServer(),
+    "qdrant-edge": QdrantEmbeddedProvider("edge"),
+    "qdrant-local": QdrantEmbeddedProvider("local"),
+}
