@@ -28,7 +28,7 @@ from _data import queries, sessions  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from longterm import LongTermMemory  # noqa: E402
+from longterm import LongTermMemory, SQLiteLedger  # noqa: E402
 from longterm.retrieval.sparse import document_vector, query_vector  # noqa: E402
 
 USERS = 100
@@ -47,7 +47,10 @@ def points(data):
 
 
 async def ours(tmp: Path, data, qs, engine: str) -> dict:
-    memory = LongTermMemory(backend="qdrant", backend_config={"path": str(tmp / f"ours-{engine}"), "engine": engine}, index="bench")
+    memory = LongTermMemory(
+        backend="qdrant", backend_config={"path": str(tmp / f"ours-{engine}"), "engine": engine}, index="bench",
+        ledger=SQLiteLedger(tmp / f"ledger-{engine}.db"),  # each engine saves everything itself
+    )
     n = sum(len(s["events"]) for s in data)
     t = time.perf_counter()
     for s in data:

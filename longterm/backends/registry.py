@@ -23,6 +23,7 @@ BUILTINS: dict[str, str] = {
     "local": "longterm.backends.local:LocalBackend",
     "redis": "longterm.backends.redis:RedisBackend",
     "qdrant": "longterm.backends.qdrant:QdrantBackend",
+    "mem0": "longterm.backends.mem0:Mem0Backend",
 }
 
 _registry: dict[str, Union[str, type]] = dict(BUILTINS)

