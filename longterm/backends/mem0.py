@@ -85,8 +85,11 @@ class _EmbedderAdapter:
         self.config = type("Cfg", (), {"embedding_dims": embedder.dim})()
 
     def embed(self, text: str, memory_action: Optional[str] = None) -> list[float]:
+        return self.embed_batch([text], memory_action)[0]
+
+    def embed_batch(self, texts: list[str], memory_action: Optional[str] = None) -> list[list[float]]:
         kind = "query" if memory_action == "search" else "passage"
-        return asyncio.run(self.embedder.embed([text], kind=kind))[0].tolist()
+        return asyncio.run(self.embedder.embed(list(texts), kind=kind)).tolist()
 
 
 class Mem0Backend:

