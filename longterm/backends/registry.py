@@ -24,6 +24,7 @@ BUILTINS: dict[str, str] = {
     "redis": "longterm.backends.redis:RedisBackend",
     "qdrant": "longterm.backends.qdrant:QdrantBackend",
     "mem0": "longterm.backends.mem0:Mem0Backend",
+    "opensearch": "longterm.backends.opensearch:OpenSearchBackend",
 }
 
 _registry: dict[str, Union[str, type]] = dict(BUILTINS)

