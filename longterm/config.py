@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -46,3 +47,12 @@ def parse_backend_config(model: type[M], config: dict[str, Any], backend: str) -
         raise ConfigurationError(
             f"invalid backend_config for backend {backend!r}: {'; '.join(problems)}. Known keys: {known}."
         ) from None
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any password replaced by ``***``: safe for error messages and logs."""
+    p = urlsplit(url)
+    if p.password:
+        netloc = f"{p.username or ''}:***@{p.hostname}" + (f":{p.port}" if p.port else "")
+        return urlunsplit(p._replace(netloc=netloc))
+    return url

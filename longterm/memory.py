@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
@@ -229,7 +229,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         custom_metadata: Optional[Mapping[str, object]] = None,
     ) -> SaveResult:
         """Write explicit memories (``MemoryEntry``-like: content, author, timestamp, id) as they are."""
-        scope = self._scope(app_name, user_id)
+        self._scope(app_name, user_id)  # validates the ids
         raw = []
         for m in memories:
             get = m.get if isinstance(m, dict) else lambda k, m=m: getattr(m, k, None)

@@ -28,18 +28,17 @@ import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Optional
+from typing import Any, ClassVar, Optional
 
-import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from .._sqlite import SQLiteWorker, write_transaction
 from ..config import env, parse_backend_config
 from ..errors import InvalidInputError
 from ..ledger import LEDGER_SCHEMA, SQLiteLedger
 from ..records import Hit, MemoryRecord, Scope, content_digest
-from ..retrieval.embedders import Embedder, resolve_embedder
-from ..retrieval.fusion import DEFAULT_WEIGHTS, fuse
+from ..retrieval.embedders import Embedder
+from ..retrieval.hybrid import Hybrid, HybridSettings
 from ..retrieval.text import query_terms, segment
 from .local_vectors import BUMP_VERSION, VECTOR_SCHEMA, VectorStore
 
@@ -126,21 +125,13 @@ DELETE_ONE = "DELETE FROM memories WHERE index_name = ? AND app_name = ? AND use
 SCOPES = "SELECT app_name, user_id, count(*) FROM memories WHERE index_name = ? GROUP BY app_name, user_id"
 
 
-class LocalConfig(BaseModel):
+class LocalConfig(HybridSettings):
     model_config = ConfigDict(extra="forbid")
 
     path: Optional[str] = None
     """SQLite file; default ``$LONGTERM_LOCAL_PATH`` or ``<LONGTERM_HOME>/memory.db``."""
     index: str = "default_app"
     max_record_bytes: int = MAX_RECORD_BYTES
-    embedder: Any = None
-    """An embedder (name, dict or instance): search then fuses full text and vectors."""
-    fusion: Literal["convex", "rrf"] = "convex"
-    """How the two arms are fused (see ``retrieval.fusion``)."""
-    vector_weight: float = DEFAULT_WEIGHTS["vector"]
-    fulltext_weight: float = DEFAULT_WEIGHTS["fulltext"]
-    candidates: int = 50
-    """How deep each arm looks before fusion."""
 
 
 @lru_cache(maxsize=4096)
@@ -187,20 +178,13 @@ class LocalBackend:
         *,
         index: str = "default_app",
         max_record_bytes: int = MAX_RECORD_BYTES,
-        embedder: Any = None,
-        fusion: str = "convex",
-        vector_weight: float = DEFAULT_WEIGHTS["vector"],
-        fulltext_weight: float = DEFAULT_WEIGHTS["fulltext"],
-        candidates: int = 50,
+        **hybrid: Any,
     ):
         self.path = Path(path).expanduser()
         self.index = index
         self.max_record_bytes = max_record_bytes
-        self.embedder: Optional[Embedder] = resolve_embedder(embedder)
-        self.fusion = fusion
-        self.vector_weight = vector_weight
-        self.fulltext_weight = fulltext_weight
-        self.candidates = candidates
+        self.hybrid = Hybrid(**hybrid)
+        self.embedder: Optional[Embedder] = self.hybrid.embedder
         self._vectors = VectorStore(index, self.embedder.id, self.embedder.dim) if self.embedder else None
         self._checked = False
         self._worker = SQLiteWorker(self.path, SCHEMA + VECTOR_SCHEMA + LEDGER_SCHEMA)
@@ -209,11 +193,7 @@ class LocalBackend:
     def from_config(cls, config: dict[str, Any], *, root: Path) -> "LocalBackend":
         cfg = parse_backend_config(LocalConfig, config, cls.name)
         path = cfg.path or env("LONGTERM_LOCAL_PATH") or str(root / "memory.db")
-        return cls(
-            path, index=cfg.index, max_record_bytes=cfg.max_record_bytes, embedder=cfg.embedder,
-            fusion=cfg.fusion, vector_weight=cfg.vector_weight, fulltext_weight=cfg.fulltext_weight,
-            candidates=cfg.candidates,
-        )  # fmt: skip
+        return cls(path, index=cfg.index, max_record_bytes=cfg.max_record_bytes, **cfg.hybrid_kwargs())
 
     def _check_vectors(self, conn: sqlite3.Connection) -> None:
         if self._vectors is not None and not self._checked:
@@ -273,7 +253,7 @@ class LocalBackend:
         if not match:
             return []
         expr = f'scope_key : "{_scope_key(self.index, scope.app_name, scope.user_id)}" AND terms : ({match})'
-        depth = top_k if self._vectors is None else max(top_k, self.candidates)
+        depth = self.hybrid.depth(top_k)
         params = (expr, self.index, scope.app_name, scope.user_id, depth)
 
         def fulltext(conn: sqlite3.Connection) -> list[tuple[int, MemoryRecord, float]]:
@@ -283,13 +263,7 @@ class LocalBackend:
             rows = await self._worker.run(fulltext)
             return [Hit(record=rec, score=s, arms={"fulltext": s}) for _, rec, s in rows]
 
-        degraded = None
-        try:
-            qv = np.asarray(query_vector, dtype=np.float32) if query_vector is not None else (await self.embedder.embed([query], kind="query"))[0]
-        except Exception as exc:  # degrade visibly: full text still answers
-            degraded = f"query embedding failed ({type(exc).__name__}: {exc}); results are full text only"
-            log.warning("local %s: %s", self.path, degraded)
-            qv = None
+        qv, degraded = await self.hybrid.query_vector(query, query_vector, f"local {self.path}")
         vectors = self._vectors
 
         def hybrid(conn: sqlite3.Connection) -> list[Hit]:
@@ -299,11 +273,7 @@ class LocalBackend:
             self._check_vectors(conn)
             text_rows = [(r[0], -r[1]) for r in conn.execute(SEARCH_IDS, params)]
             near = vectors.nearest(conn, scope.app_name, scope.user_id, qv, depth) if qv is not None else []
-            fused = fuse(
-                self.fusion,
-                {"fulltext": text_rows, "vector": near},
-                {"fulltext": self.fulltext_weight, "vector": self.vector_weight},
-            )
+            fused = self.hybrid.fuse({"fulltext": text_rows, "vector": near})
             hits = []
             for rowid, score, arms in fused:
                 row = conn.execute(BY_ROWID, (rowid, self.index, scope.app_name, scope.user_id)).fetchone()

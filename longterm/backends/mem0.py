@@ -31,7 +31,6 @@ import logging
 import os
 from collections.abc import AsyncIterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, Optional
 

@@ -28,17 +28,16 @@ import logging
 import re
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Optional
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any, ClassVar, Optional
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
-from ..config import env, parse_backend_config
+from ..config import env, parse_backend_config, redact_url
 from ..errors import BackendError, BackendUnavailableError, ConfigurationError, LongTermMemoryError, require
 from ..records import Hit, MemoryRecord, Scope
-from ..retrieval.embedders import Embedder, resolve_embedder
-from ..retrieval.fusion import DEFAULT_WEIGHTS, fuse
+from ..retrieval.embedders import Embedder
+from ..retrieval.hybrid import Hybrid, HybridSettings
 from ..retrieval.text import query_terms, segment
 
 log = logging.getLogger("longterm.opensearch")
@@ -55,7 +54,7 @@ ANALYSIS = {
 }
 
 
-class OpenSearchConfig(BaseModel):
+class OpenSearchConfig(HybridSettings):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     url: Optional[str] = None
@@ -67,11 +66,6 @@ class OpenSearchConfig(BaseModel):
     ca_certs: Optional[str] = None
     index: str = "default_app"
     prefix: str = "longterm-"
-    embedder: Any = None
-    fusion: Literal["convex", "rrf"] = "convex"
-    vector_weight: float = DEFAULT_WEIGHTS["vector"]
-    fulltext_weight: float = DEFAULT_WEIGHTS["fulltext"]
-    candidates: int = 50
     replicas: Optional[int] = None
     """Number of replicas for a new index (default: the cluster's)."""
     timeout: float = 30.0
@@ -83,13 +77,6 @@ def index_name(prefix: str, index: str) -> str:
     if safe != name:
         safe += "-" + hashlib.sha256(name.encode()).hexdigest()[:8]
     return safe[:200]
-
-
-def _redact(url: str) -> str:
-    p = urlsplit(url)
-    if p.password:
-        return urlunsplit(p._replace(netloc=f"{p.username}:***@{p.hostname}" + (f":{p.port}" if p.port else "")))
-    return url
 
 
 def resolve_hosts(cfg: OpenSearchConfig) -> list[str]:
@@ -120,13 +107,9 @@ class OpenSearchBackend:
         ca_certs: Optional[str] = None,
         index: str = "default_app",
         prefix: str = "longterm-",
-        embedder: Any = None,
-        fusion: str = "convex",
-        vector_weight: float = DEFAULT_WEIGHTS["vector"],
-        fulltext_weight: float = DEFAULT_WEIGHTS["fulltext"],
-        candidates: int = 50,
         replicas: Optional[int] = None,
         timeout: float = 30.0,
+        **hybrid: Any,
     ) -> None:
         self._os = require("opensearchpy", package="opensearch-py", extra="opensearch", purpose="The opensearch backend")
         require("aiohttp", package="aiohttp", extra="opensearch", purpose="The opensearch backend's async client")
@@ -134,10 +117,8 @@ class OpenSearchBackend:
         self.auth = (username, password) if username else None
         self.verify_certs, self.ca_certs = verify_certs, ca_certs
         self.index = index_name(prefix, index)
-        self.embedder: Optional[Embedder] = resolve_embedder(embedder)
-        self.fusion = fusion
-        self.weights = {"fulltext": fulltext_weight, "vector": vector_weight}
-        self.candidates = candidates
+        self.hybrid = Hybrid(**hybrid)
+        self.embedder: Optional[Embedder] = self.hybrid.embedder
         self.replicas = replicas
         self.timeout = timeout
         self._client: Any = None
@@ -152,14 +133,13 @@ class OpenSearchBackend:
             username=cfg.username or env("LONGTERM_OPENSEARCH_USERNAME", "DATABASE_OPENSEARCH_USERNAME"),
             password=cfg.password or env("LONGTERM_OPENSEARCH_PASSWORD", "DATABASE_OPENSEARCH_PASSWORD"),
             verify_certs=cfg.verify_certs, ca_certs=cfg.ca_certs, index=cfg.index, prefix=cfg.prefix,
-            embedder=cfg.embedder, fusion=cfg.fusion, vector_weight=cfg.vector_weight,
-            fulltext_weight=cfg.fulltext_weight, candidates=cfg.candidates, replicas=cfg.replicas, timeout=cfg.timeout,
+            replicas=cfg.replicas, timeout=cfg.timeout, **cfg.hybrid_kwargs(),
         )  # fmt: skip
 
     # -- connection and errors ----------------------------------------------------------------
 
     def _where(self) -> str:
-        return ", ".join(_redact(h) for h in self.hosts)
+        return ", ".join(redact_url(h) for h in self.hosts)
 
     def _error(self, exc: Exception, what: str) -> LongTermMemoryError:
         ex = self._os.exceptions
@@ -286,7 +266,7 @@ class OpenSearchBackend:
         if not terms:
             return []
         client = await self._conn()
-        depth = top_k if self.embedder is None else max(top_k, self.candidates)
+        depth = self.hybrid.depth(top_k)
         text_q = {
             "size": depth, "_source": ["doc"],
             "query": {"bool": {"filter": self._scope_filter(scope), "must": [{"match": {"terms": {"query": " ".join(terms), "operator": "or"}}}]}},
@@ -297,21 +277,17 @@ class OpenSearchBackend:
             raise self._error(exc, "searching") from exc
         if self.embedder is None:
             return [Hit(record=MemoryRecord.model_validate(h["_source"]["doc"]), score=h["_score"], arms={"fulltext": h["_score"]}) for h in text_hits]
-        degraded = None
         vec_hits: list[dict[str, Any]] = []
-        try:
-            qv = np.asarray(query_vector, dtype=np.float32) if query_vector is not None else (await self.embedder.embed([query], kind="query"))[0]
+        qv, degraded = await self.hybrid.query_vector(query, query_vector, f"opensearch {self.index}")
+        if qv is not None:
             knn = {"embedding": {"vector": qv.tolist(), "k": depth, "filter": {"bool": {"filter": self._scope_filter(scope)}}}}
-            vec_hits = await self._query(client, {"size": depth, "_source": ["doc"], "query": {"knn": knn}})
-        except Exception as exc:  # degrade visibly: full text still answers
-            degraded = f"vector search failed ({type(exc).__name__}: {str(exc)[:200]}); results are full text only"
-            log.warning("opensearch %s: %s", self.index, degraded)
+            try:
+                vec_hits = await self._query(client, {"size": depth, "_source": ["doc"], "query": {"knn": knn}})
+            except Exception as exc:  # degrade visibly: full text still answers
+                degraded = f"vector search failed ({type(exc).__name__}: {str(exc)[:200]}); results are full text only"
+                log.warning("opensearch %s: %s", self.index, degraded)
         docs = {h["_id"]: h["_source"]["doc"] for h in [*text_hits, *vec_hits]}
-        fused = fuse(
-            self.fusion,
-            {"fulltext": [(h["_id"], h["_score"]) for h in text_hits], "vector": [(h["_id"], h["_score"]) for h in vec_hits]},
-            self.weights,
-        )
+        fused = self.hybrid.fuse({"fulltext": [(h["_id"], h["_score"]) for h in text_hits], "vector": [(h["_id"], h["_score"]) for h in vec_hits]})
         extra = {"degraded": degraded} if degraded else {}
         return [Hit(record=MemoryRecord.model_validate(docs[i]), score=s, arms=a, extra=extra) for i, s, a in fused[:top_k]]
 

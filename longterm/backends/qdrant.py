@@ -34,13 +34,13 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, Optional
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from ..config import env, parse_backend_config
 from ..errors import BackendError, BackendUnavailableError, ConfigurationError, LongTermMemoryError, require
 from ..records import Hit, MemoryRecord, Scope
-from ..retrieval.embedders import Embedder, resolve_embedder
-from ..retrieval.fusion import DEFAULT_WEIGHTS, fuse
+from ..retrieval.embedders import Embedder
+from ..retrieval.hybrid import Hybrid, HybridSettings
 from ..retrieval.sparse import document_vector
 from ..retrieval.sparse import query_vector as sparse_query
 from ..retrieval.text import query_terms
@@ -50,7 +50,7 @@ log = logging.getLogger("longterm.qdrant")
 SPARSE, DENSE = "text", "dense"
 
 
-class QdrantConfig(BaseModel):
+class QdrantConfig(HybridSettings):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     url: Optional[str] = None
@@ -65,11 +65,6 @@ class QdrantConfig(BaseModel):
     ``local`` (qdrant-client's local mode, pure Python). Ignored for servers."""
     prefix: str = "longterm_"
     index: str = "default_app"
-    embedder: Any = None
-    fusion: Literal["convex", "rrf"] = "convex"
-    vector_weight: float = DEFAULT_WEIGHTS["vector"]
-    fulltext_weight: float = DEFAULT_WEIGHTS["fulltext"]
-    candidates: int = 50
     timeout: float = 10.0
 
 
@@ -92,12 +87,8 @@ class QdrantBackend:
         path: Optional[str] = None,
         prefix: str = "longterm_",
         index: str = "default_app",
-        embedder: Any = None,
-        fusion: str = "convex",
-        vector_weight: float = DEFAULT_WEIGHTS["vector"],
-        fulltext_weight: float = DEFAULT_WEIGHTS["fulltext"],
-        candidates: int = 50,
         timeout: float = 10.0,
+        **hybrid: Any,
     ) -> None:
         self._qc = require("qdrant_client", package="qdrant-client", extra="qdrant", purpose="The qdrant backend")
         self._m = require("qdrant_client.models", package="qdrant-client", extra="qdrant", purpose="The qdrant backend")
@@ -105,10 +96,8 @@ class QdrantBackend:
             raise ConfigurationError("the qdrant backend needs a server url or an embedded path.")
         self.url, self.api_key, self.path = url, api_key, path
         self.collection = collection_name(prefix, index)
-        self.embedder: Optional[Embedder] = resolve_embedder(embedder)
-        self.fusion = fusion
-        self.weights = {"fulltext": fulltext_weight, "vector": vector_weight}
-        self.candidates = candidates
+        self.hybrid = Hybrid(**hybrid)
+        self.embedder: Optional[Embedder] = self.hybrid.embedder
         self.timeout = timeout
         self._client: Any = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
@@ -127,15 +116,10 @@ class QdrantBackend:
         if url is None and cfg.engine == "edge":
             from .qdrant_edge import QdrantEdgeBackend
 
-            return QdrantEdgeBackend(  # type: ignore[return-value]
-                path, index=cfg.index, embedder=cfg.embedder, fusion=cfg.fusion, vector_weight=cfg.vector_weight,
-                fulltext_weight=cfg.fulltext_weight, candidates=cfg.candidates,
-            )  # fmt: skip
+            return QdrantEdgeBackend(path, index=cfg.index, **cfg.hybrid_kwargs())  # type: ignore[return-value]
         return cls(
             url=url, api_key=cfg.api_key or env("LONGTERM_QDRANT_API_KEY"), path=path if url is None else None,
-            prefix=cfg.prefix, index=cfg.index, embedder=cfg.embedder, fusion=cfg.fusion,
-            vector_weight=cfg.vector_weight, fulltext_weight=cfg.fulltext_weight, candidates=cfg.candidates,
-            timeout=cfg.timeout,
+            prefix=cfg.prefix, index=cfg.index, timeout=cfg.timeout, **cfg.hybrid_kwargs(),
         )  # fmt: skip
 
     # -- connection ---------------------------------------------------------------------
@@ -286,15 +270,9 @@ class QdrantBackend:
             if self.embedder is None:
                 res = await self._call("query_points", self.collection, query=sparse_q, using=SPARSE, query_filter=flt, limit=top_k, with_payload=True)
                 return [Hit(record=_record(p.payload), score=p.score, arms={"fulltext": p.score}) for p in res.points]
-            degraded = None
-            try:
-                qv = np.asarray(query_vector, dtype=np.float32) if query_vector is not None else (await self.embedder.embed([query], kind="query"))[0]
-            except Exception as exc:  # degrade visibly: full text still answers
-                degraded = f"query embedding failed ({type(exc).__name__}: {exc}); results are full text only"
-                log.warning("qdrant %s: %s", self.collection, degraded)
-                qv = None
-            depth = max(top_k, self.candidates)
-            if self.fusion == "rrf" and qv is not None:
+            qv, degraded = await self.hybrid.query_vector(query, query_vector, f"qdrant {self.collection}")
+            depth = self.hybrid.depth(top_k)
+            if self.hybrid.fusion == "rrf" and qv is not None:
                 res = await self._call(
                     "query_points", self.collection,
                     prefetch=[m.Prefetch(query=sparse_q, using=SPARSE, filter=flt, limit=depth),
@@ -311,7 +289,7 @@ class QdrantBackend:
         except Exception as exc:
             raise self._error(exc, "searching") from exc
         payloads = {str(p.id): p.payload for p in [*text.points, *near]}
-        fused = fuse(self.fusion, {"fulltext": [(str(p.id), p.score) for p in text.points], "vector": [(str(p.id), p.score) for p in near]}, self.weights)
+        fused = self.hybrid.fuse({"fulltext": [(str(p.id), p.score) for p in text.points], "vector": [(str(p.id), p.score) for p in near]})
         extra = {"degraded": degraded} if degraded else {}
         return [Hit(record=_record(payloads[i]), score=s, arms=arms, extra=extra) for i, s, arms in fused[:top_k]]
 

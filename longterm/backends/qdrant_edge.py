@@ -24,7 +24,6 @@ import logging
 import os
 from collections.abc import AsyncIterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, Optional
 
@@ -32,8 +31,9 @@ import numpy as np
 
 from ..errors import BackendError, BackendUnavailableError, ConfigurationError, LongTermMemoryError, require
 from ..records import Hit, MemoryRecord, Scope
-from ..retrieval.embedders import Embedder, resolve_embedder
-from ..retrieval.fusion import DEFAULT_WEIGHTS, RRF_K, fuse
+from ..retrieval.embedders import Embedder
+from ..retrieval.fusion import RRF_K
+from ..retrieval.hybrid import Hybrid
 from ..retrieval.sparse import document_vector
 from ..retrieval.sparse import query_vector as sparse_query
 from ..retrieval.text import query_terms
@@ -54,19 +54,13 @@ class QdrantEdgeBackend:
         path: str,
         *,
         index: str = "default_app",
-        embedder: Any = None,
-        fusion: str = "convex",
-        vector_weight: float = DEFAULT_WEIGHTS["vector"],
-        fulltext_weight: float = DEFAULT_WEIGHTS["fulltext"],
-        candidates: int = 50,
+        **hybrid: Any,
     ) -> None:
         self._e = require("qdrant_edge", package="qdrant-edge-py", extra="qdrant", purpose="Embedded Qdrant (engine='edge')")
         self.path = Path(path).expanduser()
         self.index = index
-        self.embedder: Optional[Embedder] = resolve_embedder(embedder)
-        self.fusion = fusion
-        self.weights = {"fulltext": fulltext_weight, "vector": vector_weight}
-        self.candidates = candidates
+        self.hybrid = Hybrid(**hybrid)
+        self.embedder: Optional[Embedder] = self.hybrid.embedder
         self._shard: Any = None
         self._lock_fd: Optional[int] = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="longterm-qdrant-edge")
@@ -178,16 +172,10 @@ class QdrantEdgeBackend:
             req = e.QueryRequest(limit=top_k, query=sparse, filter=flt, with_payload=True)
             points = await self._run("searching", lambda shard: shard.query(req))
             return [Hit(record=MemoryRecord.model_validate(p.payload), score=p.score, arms={"fulltext": p.score}) for p in points]
-        degraded = None
-        try:
-            qv = np.asarray(query_vector, dtype=np.float32) if query_vector is not None else (await self.embedder.embed([query], kind="query"))[0]
-        except Exception as exc:  # degrade visibly: full text still answers
-            degraded = f"query embedding failed ({type(exc).__name__}: {exc}); results are full text only"
-            log.warning("qdrant-edge %s: %s", self.path, degraded)
-            qv = None
-        depth = max(top_k, self.candidates)
+        qv, degraded = await self.hybrid.query_vector(query, query_vector, f"qdrant-edge {self.path}")
+        depth = self.hybrid.depth(top_k)
         extra = {"degraded": degraded} if degraded else {}
-        if self.fusion == "rrf" and qv is not None:
+        if self.hybrid.fusion == "rrf" and qv is not None:
             dense_q = e.Query.Nearest(qv.tolist(), using=DENSE)
             req = e.QueryRequest(
                 limit=top_k, query=e.Fusion.Rrf(k=RRF_K), with_payload=True,
@@ -201,7 +189,7 @@ class QdrantEdgeBackend:
         results = await self._run("searching", lambda shard: [shard.query(r) for r in reqs])
         payloads = {str(p.id): p.payload for res in results for p in res}
         arms = {"fulltext": [(str(p.id), p.score) for p in results[0]], "vector": [(str(p.id), p.score) for p in results[1]] if qv is not None else []}
-        fused = fuse(self.fusion, arms, self.weights)
+        fused = self.hybrid.fuse(arms)
         return [Hit(record=MemoryRecord.model_validate(payloads[i]), score=s, arms=a, extra=extra) for i, s, a in fused[:top_k]]
 
     async def delete(self, scope: Scope, ids: Optional[Sequence[str]] = None) -> int:

@@ -34,13 +34,13 @@ import logging
 import re
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Optional
-from urllib.parse import quote, urlsplit, urlunsplit
+from typing import Any, ClassVar, Optional
+from urllib.parse import quote
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
-from ..config import env, parse_backend_config
+from ..config import env, parse_backend_config, redact_url
 from ..errors import (
     BackendError,
     BackendUnavailableError,
@@ -49,8 +49,8 @@ from ..errors import (
     require,
 )
 from ..records import Hit, MemoryRecord, Scope
-from ..retrieval.embedders import Embedder, resolve_embedder
-from ..retrieval.fusion import DEFAULT_WEIGHTS, fuse
+from ..retrieval.embedders import Embedder
+from ..retrieval.hybrid import Hybrid, HybridSettings
 from ..retrieval.text import query_terms, segment
 
 log = logging.getLogger("longterm.redis")
@@ -69,7 +69,7 @@ return 0
 """
 
 
-class RedisConfig(BaseModel):
+class RedisConfig(HybridSettings):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     url: Optional[str] = None
@@ -81,24 +81,12 @@ class RedisConfig(BaseModel):
     db: Optional[int] = None
     prefix: str = "longterm:"
     index: str = "default_app"
-    embedder: Any = None
-    fusion: Literal["convex", "rrf"] = "convex"
-    vector_weight: float = DEFAULT_WEIGHTS["vector"]
-    fulltext_weight: float = DEFAULT_WEIGHTS["fulltext"]
     socket_timeout: float = 10.0
     max_connections: int = 32
 
 
 def _digest(*parts: str) -> str:
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]
-
-
-def _redact(url: str) -> str:
-    p = urlsplit(url)
-    if p.password:
-        netloc = f"{p.username or ''}:***@{p.hostname}" + (f":{p.port}" if p.port else "")
-        return urlunsplit(p._replace(netloc=netloc))
-    return url
 
 
 def resolve_url(cfg: RedisConfig) -> str:
@@ -134,12 +122,9 @@ class RedisBackend:
         *,
         prefix: str = "longterm:",
         index: str = "default_app",
-        embedder: Any = None,
-        fusion: str = "convex",
-        vector_weight: float = DEFAULT_WEIGHTS["vector"],
-        fulltext_weight: float = DEFAULT_WEIGHTS["fulltext"],
         socket_timeout: float = 10.0,
         max_connections: int = 32,
+        **hybrid: Any,
     ) -> None:
         self._redis_mod = require("redis.asyncio", package="redis", extra="redis", purpose="The redis backend")
         self._exc = require("redis.exceptions", package="redis", extra="redis", purpose="The redis backend")
@@ -147,9 +132,8 @@ class RedisBackend:
         self.index = index
         self.ns = f"{prefix}{index}:"
         self.index_name = f"{self.ns}idx"
-        self.embedder: Optional[Embedder] = resolve_embedder(embedder)
-        self.fusion = fusion
-        self.weights = {"fulltext": fulltext_weight, "vector": vector_weight}
+        self.hybrid = Hybrid(**hybrid)
+        self.embedder: Optional[Embedder] = self.hybrid.embedder
         self._socket_timeout = socket_timeout
         self._max_connections = max_connections
         self._client: Any = None
@@ -161,16 +145,15 @@ class RedisBackend:
     def from_config(cls, config: dict[str, Any], *, root: Path) -> "RedisBackend":
         cfg = parse_backend_config(RedisConfig, config, cls.name)
         return cls(
-            resolve_url(cfg), prefix=cfg.prefix, index=cfg.index, embedder=cfg.embedder, fusion=cfg.fusion,
-            vector_weight=cfg.vector_weight, fulltext_weight=cfg.fulltext_weight,
-            socket_timeout=cfg.socket_timeout, max_connections=cfg.max_connections,
+            resolve_url(cfg), prefix=cfg.prefix, index=cfg.index, socket_timeout=cfg.socket_timeout,
+            max_connections=cfg.max_connections, **cfg.hybrid_kwargs(),
         )  # fmt: skip
 
     # -- connection and errors --------------------------------------------------------------
 
     def _errors(self, exc: Exception, what: str) -> LongTermMemoryError:
         exceptions = self._exc
-        where = _redact(self.url)
+        where = redact_url(self.url)
         if isinstance(exc, exceptions.AuthenticationError):
             return ConfigurationError(f"Redis at {where} refused the credentials: {exc}. Check the password in the URL or backend_config.")
         if isinstance(exc, (exceptions.ConnectionError, exceptions.TimeoutError, OSError)):
@@ -346,27 +329,23 @@ class RedisBackend:
             return []
         r = await self._conn()
         tag = _digest(scope.app_name, scope.user_id)
-        fetch = top_k if self.embedder is None else max(top_k * 4, 20)
+        fetch = self.hybrid.depth(top_k)
         try:
             text_hits = await self._fulltext(r, tag, query, fetch)
         except Exception as exc:
             raise self._errors(exc, "searching") from exc
         if self.embedder is None:
             return [Hit(record=rec, score=s, arms={"fulltext": s}) for rec, s in text_hits[:top_k]]
-        degraded = None
         vec_hits: list[tuple[MemoryRecord, float]] = []
-        try:
-            qv = np.asarray(query_vector, dtype=np.float32) if query_vector is not None else (await self.embedder.embed([query], kind="query"))[0]
-            vec_hits = await self._vector(r, tag, qv, fetch)
-        except Exception as exc:  # degrade visibly: full text still answers
-            degraded = f"vector search failed ({type(exc).__name__}: {exc}); results are full text only"
-            log.warning("redis %s: %s", self.index_name, degraded)
+        qv, degraded = await self.hybrid.query_vector(query, query_vector, f"redis {self.index_name}")
+        if qv is not None:
+            try:
+                vec_hits = await self._vector(r, tag, qv, fetch)
+            except Exception as exc:  # degrade visibly: full text still answers
+                degraded = f"vector search failed ({type(exc).__name__}: {exc}); results are full text only"
+                log.warning("redis %s: %s", self.index_name, degraded)
         by_id = {rec.id: rec for rec, _ in text_hits + vec_hits}
-        fused = fuse(
-            self.fusion,
-            {"fulltext": [(rec.id, s) for rec, s in text_hits], "vector": [(rec.id, s) for rec, s in vec_hits]},
-            self.weights,
-        )
+        fused = self.hybrid.fuse({"fulltext": [(rec.id, s) for rec, s in text_hits], "vector": [(rec.id, s) for rec, s in vec_hits]})
         extra = {"degraded": degraded} if degraded else {}
         return [Hit(record=by_id[i], score=s, arms=arms, extra=extra) for i, s, arms in fused[:top_k]]
 

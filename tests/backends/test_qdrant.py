@@ -4,7 +4,6 @@ exercised only against a closed port; see README.)"""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time

@@ -100,10 +100,10 @@ async def test_hybrid_search_fuses_both_arms_and_degrades_visibly(redis_cfg: dic
                 raise TimeoutError("embedding service timed out")
             return await super().embed(texts, kind=kind)
 
-    memory.backend_instance.embedder = BrokenQueries(256)
+    memory.backend_instance.hybrid.embedder = BrokenQueries(256)
     res = await memory.search_memory(app_name="app", user_id="u1", query="bees honey")
     assert res.memories[0].content.parts[0].text.startswith("I keep bees")
-    assert "vector search failed" in res.memories[0].custom_metadata["degraded"]
+    assert "query embedding failed" in res.memories[0].custom_metadata["degraded"]
     await memory.close()
 
 
@@ -146,7 +146,7 @@ def test_configuration_sources(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("DATABASE_REDIS_HOST", "veadk-host")
     monkeypatch.setenv("DATABASE_REDIS_PASSWORD", "secret")
     assert resolve_url(RedisConfig()) == "redis://:secret@veadk-host:6379/0"
-    with pytest.raises(ConfigurationError, match="'hots'.*Known keys: url, host"):
+    with pytest.raises(ConfigurationError, match="'hots'.*Known keys:.*url, host"):
         LongTermMemory(backend="redis", backend_config={"hots": "x"})
 
 
