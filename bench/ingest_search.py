@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _common import pct  # noqa: E402
 from _data import queries, sessions  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
@@ -30,10 +31,6 @@ from longterm import LongTermMemory  # noqa: E402
 
 USERS = 100
 
-
-def pct(values: list[float], p: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(p * len(values)))] * 1000
 
 
 def raw_sqlite(path: Path, data: list[dict], qs: list[str]) -> dict:

@@ -14,41 +14,25 @@ import asyncio
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
+from _common import USERS, pct, through_api  # noqa: E402
 from _data import queries, sessions  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from longterm import LongTermMemory, SQLiteLedger  # noqa: E402
 
-USERS = 100
 
-
-def pct(v: list[float], p: float) -> float:
-    v = sorted(v)
-    return v[min(len(v) - 1, int(p * len(v)))] * 1000
 
 
 async def run(tmp: Path, name: str, data, qs, **kwargs) -> dict:
     memory = LongTermMemory(index="bench", ledger=SQLiteLedger(tmp / f"ledger-{name}.db"), **kwargs)
-    n = sum(len(s["events"]) for s in data)
-    t = time.perf_counter()
-    for s in data:
-        await memory.add_session_to_memory(s)
-    rate = n / (time.perf_counter() - t)
-    lat = []
-    for i, q in enumerate(qs):
-        t = time.perf_counter()
-        await memory.search_memory(app_name="bench", user_id=f"user-{i % USERS}", query=q)
-        lat.append(time.perf_counter() - t)
-    await memory.close()
-    return {"rate": rate, "lat": lat}
+    return await through_api(memory, data, qs)
 
 
 def main() -> None:

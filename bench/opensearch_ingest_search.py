@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
+from _common import USERS, pct, through_api  # noqa: E402
 from _data import queries, sessions  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
@@ -30,12 +31,7 @@ from rich.table import Table  # noqa: E402
 from longterm import LongTermMemory, SQLiteLedger  # noqa: E402
 from longterm.backends.opensearch import ANALYSIS  # noqa: E402
 
-USERS = 100
 
-
-def pct(v: list[float], p: float) -> float:
-    v = sorted(v)
-    return v[min(len(v) - 1, int(p * len(v)))] * 1000
 
 
 async def raw(url: str, data, qs) -> dict:
@@ -67,18 +63,7 @@ async def raw(url: str, data, qs) -> dict:
 async def ours(url: str, data, qs, tmp: str) -> dict:
     memory = LongTermMemory(backend="opensearch", backend_config={"url": url, "prefix": f"b{uuid.uuid4().hex[:6]}-", "replicas": 0},
                             index="bench", ledger=SQLiteLedger(Path(tmp) / f"{uuid.uuid4().hex}.db"))  # fmt: skip
-    n = sum(len(s["events"]) for s in data)
-    t = time.perf_counter()
-    for s in data:
-        await memory.add_session_to_memory(s)
-    rate = n / (time.perf_counter() - t)
-    lat = []
-    for i, q in enumerate(qs):
-        t = time.perf_counter()
-        await memory.search_memory(app_name="bench", user_id=f"user-{i % USERS}", query=q)
-        lat.append(time.perf_counter() - t)
-    await memory.close()
-    return {"rate": rate, "lat": lat}
+    return await through_api(memory, data, qs)
 
 
 def main() -> None:

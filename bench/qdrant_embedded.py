@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
+from _common import USERS, pct, through_api  # noqa: E402
 from _data import queries, sessions  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
@@ -31,12 +32,7 @@ from rich.table import Table  # noqa: E402
 from longterm import LongTermMemory, SQLiteLedger  # noqa: E402
 from longterm.retrieval.sparse import document_vector, query_vector  # noqa: E402
 
-USERS = 100
 
-
-def pct(v: list[float], p: float) -> float:
-    v = sorted(v)
-    return v[min(len(v) - 1, int(p * len(v)))] * 1000
 
 
 def points(data):
@@ -51,18 +47,7 @@ async def ours(tmp: Path, data, qs, engine: str) -> dict:
         backend="qdrant", backend_config={"path": str(tmp / f"ours-{engine}"), "engine": engine}, index="bench",
         ledger=SQLiteLedger(tmp / f"ledger-{engine}.db"),  # each engine saves everything itself
     )
-    n = sum(len(s["events"]) for s in data)
-    t = time.perf_counter()
-    for s in data:
-        await memory.add_session_to_memory(s)
-    rate = n / (time.perf_counter() - t)
-    lat = []
-    for i, q in enumerate(qs):
-        t = time.perf_counter()
-        await memory.search_memory(app_name="bench", user_id=f"user-{i % USERS}", query=q)
-        lat.append(time.perf_counter() - t)
-    await memory.close()
-    return {"rate": rate, "lat": lat}
+    return await through_api(memory, data, qs)
 
 
 def raw_client(tmp: Path, data, qs) -> dict:

@@ -24,18 +24,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
+from _common import USERS, pct, through_api  # noqa: E402
 from _data import queries, sessions  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from longterm import LongTermMemory  # noqa: E402
 
-USERS = 100
 
-
-def pct(values: list[float], p: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(p * len(values)))] * 1000
 
 
 async def raw(url: str, data: list[dict], qs: list[str]) -> dict:
@@ -66,18 +62,8 @@ async def raw(url: str, data: list[dict], qs: list[str]) -> dict:
 
 async def ours(url: str, data: list[dict], qs: list[str]) -> dict:
     memory = LongTermMemory(backend="redis", backend_config={"url": url, "prefix": f"b{uuid.uuid4().hex[:6]}:"}, index="bench")
-    n = sum(len(s["events"]) for s in data)
-    start = time.perf_counter()
-    for s in data:
-        await memory.add_session_to_memory(s)
-    ingest = time.perf_counter() - start
-    lat = []
-    for i, q in enumerate(qs):
-        t = time.perf_counter()
-        await memory.search_memory(app_name="bench", user_id=f"user-{i % USERS}", query=q)
-        lat.append(time.perf_counter() - t)
-    await memory.close()
-    return {"events/s": n / ingest, "p50": pct(lat, 0.5), "p95": pct(lat, 0.95)}
+    r = await through_api(memory, data, qs)
+    return {"events/s": r["rate"], "p50": pct(r["lat"], 0.5), "p95": pct(r["lat"], 0.95)}
 
 
 def main() -> None:

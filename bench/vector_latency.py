@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
+from _common import pct  # noqa: E402
 from _data import queries, texts  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
@@ -40,10 +41,6 @@ class RandomEmbedder:
     async def embed(self, batch, *, kind="passage"):
         return normalize(self.rng.standard_normal((len(batch), self.dim)).astype(np.float32))
 
-
-def pct(v: list[float], p: float) -> float:
-    v = sorted(v)
-    return v[min(len(v) - 1, int(p * len(v)))] * 1000
 
 
 async def run(n: int, dim: int, nq: int, tmp: Path) -> dict:
