@@ -244,6 +244,50 @@ def delete(ctx: click.Context, app_name: str, user_id: str, memory_id: str | Non
     _run(go())
 
 
+@cli.command()
+@click.option("--to-backend", required=True, help="Backend to copy into.")
+@click.option("--to-config", default=None, help="Its backend_config as JSON, or @file.json.")
+@click.option("--app", "app_name", default=None, help="Only this app (default: every app the source can list).")
+@click.option("--user", "user_id", default=None, help="Only this user.")
+@click.pass_context
+def migrate(ctx: click.Context, to_backend: str, to_config: str | None, app_name: str | None, user_id: str | None) -> None:
+    """Copy memories from this backend to another; ids are kept, so re-running writes nothing twice."""
+    from .memory import LongTermMemory
+
+    target_cfg = _parse_config(to_config)
+
+    async def go() -> None:
+        source = _memory(ctx)
+        target = LongTermMemory(backend=to_backend, backend_config=target_cfg, index=source.index)
+        copied = 0
+        try:
+            if app_name and user_id:
+                scopes = [(app_name, user_id)]
+            else:
+                lister = getattr(source.backend_instance, "scopes", None)
+                if lister is None:
+                    raise InvalidInputError(f"backend {source.backend_name!r} cannot list users; pass --app and --user.")
+                scopes = [(a, u) for a, u, _ in await lister() if app_name in (None, a) and user_id in (None, u)]
+            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as bar:
+                task = bar.add_task(f"{source.backend_name} -> {target.backend_name}", total=len(scopes))
+                for app, user in scopes:
+                    batch = []
+                    async for rec in source.iter_records(app_name=app, user_id=user):
+                        batch.append(rec)
+                        if len(batch) == 500:
+                            await target.upsert_records(batch)
+                            copied, batch = copied + len(batch), []
+                    await target.upsert_records(batch)
+                    copied += len(batch)
+                    bar.advance(task)
+        finally:
+            await source.close()
+            await target.close()
+        console.print(f"copied {copied} memories of {len(scopes)} users to {to_backend}")
+
+    _run(go())
+
+
 def main() -> None:
     cli(prog_name="longterm")
 

@@ -80,3 +80,18 @@ def test_errors_are_one_clear_line(tmp_path: Path):
     assert r.exit_code == 1 and "unknown backend 'nosuch'" in r.output
     r = run("import", str(tmp_path / "x.json"))
     assert r.exit_code == 1
+
+
+def test_migrate_between_backends(tmp_path: Path):
+    src = json.dumps({"path": str(tmp_path / "a.db")})
+    dst = json.dumps({"path": str(tmp_path / "b.db")})
+    transcript = tmp_path / "t.json"
+    transcript.write_text(json.dumps([{"role": "user", "content": "I collect vinyl records"}, {"role": "user", "content": "My turntable is a Technics"}]))
+    assert run("--config", src, "import", str(transcript), "--app", "music", "--user", "ana").exit_code == 0
+    r = run("--config", src, "migrate", "--to-backend", "local", "--to-config", dst)
+    assert r.exit_code == 0 and "copied 2 memories of 1 users" in r.output
+    r = run("--config", src, "migrate", "--to-backend", "local", "--to-config", dst)  # again: same ids
+    r = run("--config", dst, "stats")
+    assert "total: 2 memories" in r.output
+    r = run("--config", dst, "search", "turntable", "--app", "music", "--user", "ana", "--json")
+    assert json.loads(r.output)[0]["content"]["parts"][0]["text"] == "My turntable is a Technics"
