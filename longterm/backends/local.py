@@ -114,6 +114,7 @@ WHERE memories_fts MATCH ? AND m.index_name = ? AND m.app_name = ? AND m.user_id
 ORDER BY rank LIMIT ?
 """
 BY_ROWID = f"SELECT m.rowid, {_M_COLUMNS} FROM memories AS m WHERE m.rowid = ? AND m.index_name = ? AND m.app_name = ? AND m.user_id = ?"
+MAX_ROWID = "SELECT max(rowid) FROM memories"
 COUNT = "SELECT count(*) FROM memories WHERE index_name = ? AND app_name = ? AND user_id = ?"
 SCAN = f"""
 SELECT rowid, {COLUMNS} FROM memories
@@ -271,8 +272,14 @@ class LocalBackend:
             # (Running the matrix product on a second thread beside the full-text query was
             # measured slower here: the product is memory-bound and BLAS threads already.)
             self._check_vectors(conn)
-            text_rows = [(r[0], -r[1]) for r in conn.execute(SEARCH_IDS, params)]
-            near = vectors.nearest(conn, scope.app_name, scope.user_id, qv, depth) if qv is not None else []
+            rowids, matrix = vectors.matrix(conn, scope.app_name, scope.user_id)
+            text_params = params
+            if 4 * len(rowids) > (conn.execute(MAX_ROWID).fetchone()[0] or 0):
+                # This user holds much of the file: intersecting with their scope token costs
+                # more than it saves; the SQL filter alone keeps the search in scope.
+                text_params = (f"terms : ({match})", *params[1:])
+            text_rows = [(r[0], -r[1]) for r in conn.execute(SEARCH_IDS, text_params)]
+            near = VectorStore.top(rowids, matrix, qv, depth) if qv is not None else []
             fused = self.hybrid.fuse({"fulltext": text_rows, "vector": near})
             hits = []
             for rowid, score, arms in fused:

@@ -103,11 +103,11 @@ class VectorStore:
 
     @staticmethod
     def top(rowids: np.ndarray, matrix: np.ndarray, vector: np.ndarray, n: int) -> list[tuple[int, float]]:
-        """The ``n`` best (rowid, cosine) pairs; pure numpy, so it runs beside SQLite work."""
+        """The ``n`` best (rowid, cosine) pairs, best first."""
         if not len(rowids):
             return []
         scores = matrix @ np.asarray(vector, dtype=np.float32)
         n = min(n, len(scores))
-        top = np.argpartition(-scores, n - 1)[:n]
+        top = np.argpartition(scores, len(scores) - n)[len(scores) - n :]
         top = top[np.argsort(-scores[top])]
         return [(int(rowids[i]), float(scores[i])) for i in top]
