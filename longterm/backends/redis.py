@@ -297,10 +297,7 @@ class RedisBackend:
             out.append((self._record(values), score))
         return out
 
-    async def _fulltext(self, r: Any, scope_tag: str, query: str, k: int) -> list[tuple[MemoryRecord, float]]:
-        terms = query_terms(query, stem=False)
-        if not terms:
-            return []
+    async def _fulltext(self, r: Any, scope_tag: str, terms: list[str], k: int) -> list[tuple[MemoryRecord, float]]:
         q = f"@scope:{{{scope_tag}}} @terms:({'|'.join(_escape(t) for t in terms)})"
         reply = await r.execute_command(
             "FT.SEARCH", self.index_name, q, "WITHSCORES", "SCORER", "BM25",
@@ -325,13 +322,14 @@ class RedisBackend:
         *,
         query_vector: Optional[Sequence[float]] = None,
     ) -> list[Hit]:
-        if not query_terms(query, stem=False):
+        terms = query_terms(query, stem=False)
+        if not terms:
             return []
         r = await self._conn()
         tag = _digest(scope.app_name, scope.user_id)
         fetch = self.hybrid.depth(top_k)
         try:
-            text_hits = await self._fulltext(r, tag, query, fetch)
+            text_hits = await self._fulltext(r, tag, terms, fetch)
         except Exception as exc:
             raise self._errors(exc, "searching") from exc
         if self.embedder is None:
