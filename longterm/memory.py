@@ -30,10 +30,10 @@ from .entries import MemoryEntry, MemoryServiceBase, SearchMemoryResponse, make_
 from .errors import BackendError, ConfigurationError, InvalidInputError, LongTermMemoryError, raise_ours_from
 from .ledger import Ledger, SQLiteLedger
 from .policies import resolve_policy
-from .records import Hit, MemoryRecord, Scope, record_id
+from .records import Hit, MemoryRecord, Scope
 from .retrieval.rescoring import Rescoring
 from .saves import make_record, plan_save
-from .sessions import Event, SessionView, event_ids, read_session, to_event
+from .sessions import SessionView, event_ids, read_session, to_event
 from .tools import MemoryTool
 
 log = logging.getLogger("longterm")
@@ -397,4 +397,4 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
             self._portal = None
 
 
-__all__ = ["LongTermMemory", "SaveResult", "record_id", "Event"]
+__all__ = ["LongTermMemory", "SaveResult"]
