@@ -51,7 +51,7 @@ class Backend(Protocol):
         """How many records ``scope`` has."""
 
     def scan(self, scope: Scope, batch_size: int = 500) -> AsyncIterator[MemoryRecord]:
-        """Every record of ``scope``, oldest first."""
+        """Every record of ``scope``, each exactly once, in a stable order of the engine's choosing."""
 
     async def close(self) -> None:
         """Release connections; the backend is unusable afterwards."""
