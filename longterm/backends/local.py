@@ -6,7 +6,11 @@ single SQLite file that also holds the ledger, so one file is the whole memory.
 Why it is shaped so:
 - Schema as named constants; the scope is in every statement's WHERE clause, and also an
   FTS5 column (a per-scope digest token), so a search intersects the query's posting
-  lists with the user's own instead of ranking every user's matches first.
+  lists with the user's own instead of ranking every user's matches first. (Hybrid search
+  drops the token when one user holds over a quarter of the file: intersecting with such
+  a long list costs more than it saves; the WHERE clause still keeps the scope.)
+- With an embedder, vectors live in the same file (``local_vectors.py``) and the two
+  arms are fused on ids before any record is parsed.
 - Text goes through ``retrieval.text.segment`` (CJK bigrams) and FTS5's own C tokenizer
   (``porter unicode61``: stemming, case and accent folding), several times faster than
   stemming in Python. ``terms`` is stored only where segmenting changed the text. The
