@@ -118,6 +118,7 @@ def main() -> None:
             for label, fn in runs:
                 console.print(f"{n:,} records: {label} ...")
                 r = fn()
+                console.print(f"   saves/s {r['rate']:,.0f}, search p50 {pct(r['lat'], 0.5):.2f} ms, p95 {pct(r['lat'], 0.95):.2f} ms")
                 table.add_row(f"{n:,}", label, f"{r['rate']:,.0f}", f"{pct(r['lat'], 0.5):.2f}", f"{pct(r['lat'], 0.95):.2f}", f"{1 / max(1e-9, sum(r['lat']) / len(r['lat'])):,.0f}")
     console.print(table)
 
