@@ -17,7 +17,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .errors import InvalidInputError
 
@@ -95,6 +95,18 @@ class MemoryRecord(BaseModel):
     @property
     def scope(self) -> Scope:
         return Scope(app_name=self.app_name, user_id=self.user_id)
+
+    @model_validator(mode="after")
+    def _content_from_text(self) -> "MemoryRecord":
+        # Stores may leave out content that is just the text (see text_only_content).
+        if not self.content and self.text:
+            self.content = {"role": self.role or "user", "parts": [{"text": self.text}]}
+        return self
+
+    def text_only_content(self) -> bool:
+        """True when content is the text as one part: stores may keep the text only."""
+        c = self.content
+        return len(c) == 2 and c.get("role") == (self.role or "user") and c.get("parts") == [{"text": self.text}]
 
     def iso_timestamp(self) -> str:
         return datetime.fromtimestamp(self.timestamp, tz=timezone.utc).isoformat()

@@ -145,12 +145,6 @@ def _scope_key(index: str, app_name: str, user_id: str) -> str:
     return "s" + hashlib.sha256(json.dumps([index, app_name, user_id]).encode()).hexdigest()[:32]
 
 
-def _plain_text_content(r: MemoryRecord) -> bool:
-    """True when content is just the text as one part: then it is not stored twice."""
-    c = r.content
-    return len(c) == 2 and c.get("role") == r.role and c.get("parts") == [{"text": r.text}]
-
-
 def _row_to_record(row: Sequence[Any]) -> MemoryRecord:
     return MemoryRecord(
         id=row[0],
@@ -162,7 +156,7 @@ def _row_to_record(row: Sequence[Any]) -> MemoryRecord:
         role=row[6],
         event_types=json.loads(row[7]),
         text=row[8],
-        content=json.loads(row[9]) if row[9] is not None else {"role": row[6], "parts": [{"text": row[8]}]},
+        content=json.loads(row[9]) if row[9] is not None else {"role": row[6] or "user", "parts": [{"text": row[8]}]},
         timestamp=row[10],
         metadata=json.loads(row[11]),
     )
@@ -209,7 +203,7 @@ class LocalBackend:
         return SQLiteLedger(worker=self._worker)
 
     def _row(self, r: MemoryRecord) -> tuple:
-        content = None if _plain_text_content(r) else json.dumps(r.content, ensure_ascii=False)
+        content = None if r.text_only_content() else json.dumps(r.content, ensure_ascii=False)
         metadata = json.dumps(r.metadata, ensure_ascii=False)
         types = json.dumps(r.event_types)
         terms = segment(r.text)

@@ -59,6 +59,9 @@ DEFAULT_URL = "redis://127.0.0.1:6379/0"
 #: Hash fields: what is indexed, plus the whole record as one JSON document (one field to
 #: write and return instead of twelve: a third of the client's time per record).
 FIELDS = ("doc",)
+#: Left out of the document: vectors (their own field), and content that is just the text.
+_NO_VECTOR = {"embedding"}
+_TEXT_ONLY = {"embedding", "content"}
 START_HINT = (
     "Run Redis Stack (`docker run -p 6379:6379 redis/redis-stack-server`), or start redis-server "
     "with `--loadmodule /path/to/redisearch.so`."
@@ -265,7 +268,7 @@ class RedisBackend:
                 for i, rec in enumerate(records):
                     key = self._key(rec.id)
                     mapping: dict[str, Any] = {
-                        "doc": rec.model_dump_json(exclude={"embedding"}),
+                        "doc": rec.model_dump_json(exclude=_TEXT_ONLY if rec.text_only_content() else _NO_VECTOR),
                         "terms": segment(rec.text),
                         "scope": _digest(rec.app_name, rec.user_id),
                         "timestamp": repr(rec.timestamp),
