@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import partial
@@ -63,7 +62,6 @@ class SQLiteWorker:
         self._schema = schema
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="longterm-sqlite")
         self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
         self._closed = False
 
     def _connect(self) -> sqlite3.Connection:

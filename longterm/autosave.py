@@ -68,6 +68,11 @@ def _threshold(value: Any, names: tuple[str, ...], default: float, kind: type, w
     return parsed
 
 
+def _event_count(session: Any) -> int:
+    events = session.get("events") if isinstance(session, dict) else getattr(session, "events", None)
+    return len(events or [])
+
+
 @dataclass
 class _Tracked:
     session: Any
@@ -91,7 +96,7 @@ class AutoSaver:
         self._current: dict[tuple[str, str], str] = {}
 
     def _unsaved(self, t: _Tracked) -> int:
-        return len(getattr(t.session, "events", None) or (t.session.get("events", []) if isinstance(t.session, dict) else [])) - t.saved_events
+        return _event_count(t.session) - t.saved_events
 
     def notify(self, session: Any) -> None:
         """An agent turn ended in ``session``: save in the background if a threshold is met."""
@@ -124,7 +129,7 @@ class AutoSaver:
 
     async def _save(self, tracked: _Tracked, reason: str, *, raise_errors: bool) -> None:
         session = tracked.session
-        total = len(getattr(session, "events", None) or (session.get("events", []) if isinstance(session, dict) else []))
+        total = _event_count(session)
         try:
             result = await self.memory.add_session_to_memory(session, auto_save_memory_policy=self.policy)
         except Exception as exc:

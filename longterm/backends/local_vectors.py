@@ -1,7 +1,8 @@
 """Vectors for the local backend: stored in its SQLite file, searched with numpy.
 
 The seam: ``VectorStore`` writes embeddings next to their records (same transaction as
-the record) and answers ``nearest(conn, scope, vector, n)`` within one (app, user).
+the record); ``matrix(conn, app, user)`` gives one scope's vectors and ``top(...)`` the
+nearest of them.
 
 Why brute force: one user's memories rarely exceed a few hundred thousand; a float32
 matrix product over 100k x 384 takes a few milliseconds, needs no index to maintain and
@@ -97,9 +98,6 @@ class VectorStore:
             while len(self._cache) > CACHED_SCOPES:
                 self._cache.popitem(last=False)
         return rowids, matrix
-
-    def nearest(self, conn: sqlite3.Connection, app: str, user: str, vector: np.ndarray, n: int) -> list[tuple[int, float]]:
-        return self.top(*self.matrix(conn, app, user), vector, n)
 
     @staticmethod
     def top(rowids: np.ndarray, matrix: np.ndarray, vector: np.ndarray, n: int) -> list[tuple[int, float]]:

@@ -76,6 +76,11 @@ def scope_user(scope: Scope) -> str:
     return "lt-" + hashlib.sha256(json.dumps([scope.app_name, scope.user_id]).encode()).hexdigest()[:32]
 
 
+def _record_key(item: dict[str, Any]) -> str:
+    """The record a mem0 memory came from (inferred facts share their event's record)."""
+    return (item.get("metadata") or {}).get("record_id") or item.get("id")
+
+
 class _EmbedderAdapter:
     """A longterm Embedder as mem0's embedding model (``embed(text, memory_action)``)."""
 
@@ -279,20 +284,19 @@ class Mem0Backend:
 
     async def delete(self, scope: Scope, ids: Optional[Sequence[str]] = None) -> int:
         def remove(mem: Any) -> int:
-            extra = None if ids is None else {"record_id": {"in": list(ids)}}
-            items = self._all(mem, scope, extra)
-            if ids is not None:  # also accept mem0's own ids (inferred facts)
+            items = self._all(mem, scope)
+            if ids is not None:  # our record ids, or mem0's own ids (inferred facts)
                 wanted = set(ids)
-                items += [i for i in self._all(mem, scope) if i.get("id") in wanted and i not in items]
+                items = [i for i in items if _record_key(i) in wanted or i.get("id") in wanted]
             for item in items:
                 mem.delete(item["id"])
-            return len({(i.get("metadata") or {}).get("record_id") or i.get("id") for i in items})
+            return len({_record_key(i) for i in items})
 
         return await self._run("deleting memories", remove)
 
     async def count(self, scope: Scope) -> int:
         items = await self._run("counting memories", self._all, scope)
-        return len({(i.get("metadata") or {}).get("record_id") or i.get("id") for i in items})
+        return len({_record_key(i) for i in items})
 
     async def scan(self, scope: Scope, batch_size: int = 500) -> AsyncIterator[MemoryRecord]:
         items = await self._run("reading memories", self._all, scope)

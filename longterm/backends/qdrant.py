@@ -154,11 +154,9 @@ class QdrantBackend:
         return BackendError(f"Qdrant error while {what} on {self._where()}: {exc}")
 
     async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        client = await self._connect()
-        if self.embedded:
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self._executor, partial(getattr(client, method), *args, **kwargs))
-        return await getattr(client, method)(*args, **kwargs)
+        """A client call after the collection is ready (see ``_raw``)."""
+        await self._connect()
+        return await self._raw(method, *args, **kwargs)
 
     async def _connect(self) -> Any:
         loop = asyncio.get_running_loop()
@@ -190,6 +188,7 @@ class QdrantBackend:
         return self._client
 
     async def _raw(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """A client call: on the worker thread for the (synchronous) local mode."""
         if self.embedded:
             return await asyncio.get_running_loop().run_in_executor(self._executor, partial(getattr(self._client, method), *args, **kwargs))
         return await getattr(self._client, method)(*args, **kwargs)
