@@ -267,17 +267,17 @@ class LocalBackend:
 
         def hybrid(conn: sqlite3.Connection) -> list[Hit]:
             # Fuse on ids and scores first; read and parse only the records that survive.
-            # (Running the matrix product on a second thread beside the full-text query was
-            # measured slower here: the product is memory-bound and BLAS threads already.)
+            # A large scope's int8 scan runs on another thread while SQLite does full text.
             self._check_vectors(conn)
-            rowids, matrix = vectors.matrix(conn, scope.app_name, scope.user_id)
+            scoped = vectors.matrix(conn, scope.app_name, scope.user_id)
+            pending = vectors.top_soon(scoped, qv, depth) if qv is not None else None
             text_params = params
-            if 4 * len(rowids) > (conn.execute(MAX_ROWID).fetchone()[0] or 0):
+            if 4 * len(scoped) > (conn.execute(MAX_ROWID).fetchone()[0] or 0):
                 # This user holds much of the file: intersecting with their scope token costs
                 # more than it saves; the SQL filter alone keeps the search in scope.
                 text_params = (f"terms : ({match})", *params[1:])
             text_rows = [(r[0], -r[1]) for r in conn.execute(SEARCH_IDS, text_params)]
-            near = VectorStore.top(rowids, matrix, qv, depth) if qv is not None else []
+            near = pending.result() if pending is not None else []
             fused = self.hybrid.fuse({"fulltext": text_rows, "vector": near})
             hits = []
             for rowid, score, arms in fused:
@@ -324,3 +324,5 @@ class LocalBackend:
 
     async def close(self) -> None:
         await self._worker.close()
+        if self._vectors is not None:
+            self._vectors.close()

@@ -1,14 +1,24 @@
-"""Vectors for the local backend: stored in its SQLite file, searched with numpy.
+"""Vectors for the local backend: stored in its SQLite file, searched by brute force.
 
 The seam: ``VectorStore`` writes embeddings next to their records (same transaction as
-the record); ``matrix(conn, app, user)`` gives one scope's vectors and ``top(...)`` the
-nearest of them.
+the record); ``matrix(conn, app, user)`` gives one scope's vectors (a ``ScopeVectors``)
+and ``ScopeVectors.top(...)`` the nearest of them.
 
-Why brute force: one user's memories rarely exceed a few hundred thousand; a float32
-matrix product over 100k x 384 takes a few milliseconds, needs no index to maintain and
-is exact. Each scope's matrix is cached in memory and reloaded only when that scope's
-version (bumped in the writing transaction, by any process) has moved, so a second
-process's writes are seen at the next search.
+Why brute force: one user's memories rarely exceed a few hundred thousand; a scan needs
+no index to maintain, sees every write at once and is exact. Each scope's matrix is
+cached in memory and reloaded only when that scope's version (bumped in the writing
+transaction, by any process) has moved, so a second process's writes are seen at the
+next search.
+
+Why an int8 copy for large scopes: a float32 product over 100k x 384 reads 150 MB per
+query and is bound by memory bandwidth (8-9 ms here, whatever BLAS does). From
+``QUANTIZE_FROM`` rows, when ``simsimd`` is installed (the ``embeddings`` extra), the scope
+also keeps int8 codes (per-dimension scale, 4x fewer bytes) scanned with SIMD integer dot
+products; the best ``max(4n, 128)`` candidates are then re-scored exactly in float32, so
+scores are exact and the order matches the float32 scan (recall@10 1.0 measured by
+``bench/vector_latency.py``). An ANN graph (HNSW) would be faster still, but costs seconds
+to build per scope, must follow every write and delete, and gives approximate answers;
+the int8 scan met the latency target without any of that.
 """
 
 from __future__ import annotations
@@ -16,9 +26,17 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Optional
+
 import numpy as np
 
 from ..errors import ConfigurationError
+
+try:  # optional: SIMD int8 scans for large scopes (the ``embeddings`` extra)
+    import simsimd as _simsimd
+except ImportError:  # pragma: no cover - exercised when the extra is absent
+    _simsimd = None
 
 VECTOR_SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors (
@@ -51,6 +69,68 @@ WHERE m.index_name = ? AND m.app_name = ? AND m.user_id = ?
 
 #: Scopes whose matrices stay in memory (least recently searched are dropped first).
 CACHED_SCOPES = 64
+#: From this many vectors in a scope, scans run over int8 codes (below it float32 is
+#: under a millisecond and quantizing would only add work).
+QUANTIZE_FROM = 16_384
+
+
+class ScopeVectors:
+    """One scope's vectors: row ids, the float32 matrix and, when large, its int8 codes."""
+
+    __slots__ = ("rowids", "matrix", "_codes", "_inv_scale")
+
+    def __init__(self, rowids: np.ndarray, matrix: np.ndarray, *, quantize: Optional[bool] = None) -> None:
+        self.rowids = rowids
+        self.matrix = matrix
+        self._codes: Optional[np.ndarray] = None
+        self._inv_scale: Optional[np.ndarray] = None
+        if quantize is None:
+            quantize = _simsimd is not None and len(rowids) >= QUANTIZE_FROM
+        if quantize and len(rowids):
+            # Per-dimension scale: each column uses the whole int8 range, and the query is
+            # divided by the same scale, so code . query_code stays proportional to the dot.
+            peak = np.maximum(np.abs(matrix).max(axis=0), 1e-12)
+            scale = (127.0 / peak).astype(np.float32)
+            self._codes = np.rint(matrix * scale).astype(np.int8)
+            self._inv_scale = (1.0 / scale).astype(np.float32)
+
+    @property
+    def quantized(self) -> bool:
+        return self._codes is not None
+
+    def __len__(self) -> int:
+        return len(self.rowids)
+
+    def _candidates(self, vector: np.ndarray, n: int) -> np.ndarray:
+        """Row positions of the best ``n`` by the int8 scan (unordered)."""
+        assert self._codes is not None and self._inv_scale is not None
+        q = vector * self._inv_scale
+        peak = float(np.abs(q).max()) or 1.0
+        q8 = np.rint(q * (127.0 / peak)).astype(np.int8)
+        if _simsimd is not None:
+            approx = np.asarray(_simsimd.cdist(self._codes, q8[None, :], metric="dot", threads=1)).ravel()
+        else:  # quantized explicitly without simsimd (tests): same arithmetic, slower
+            approx = self._codes.astype(np.int32) @ q8.astype(np.int32)
+        if n >= len(approx):
+            return np.arange(len(approx))
+        return np.argpartition(approx, len(approx) - n)[len(approx) - n :]
+
+    def top(self, vector: np.ndarray, n: int) -> list[tuple[int, float]]:
+        """The ``n`` best (rowid, cosine) pairs, best first; scores always exact float32."""
+        if not len(self.rowids) or n <= 0:
+            return []
+        vector = np.asarray(vector, dtype=np.float32)
+        if self._codes is not None:
+            rows = self._candidates(vector, max(4 * n, 128))
+            scores = self.matrix[rows] @ vector
+        else:
+            rows = None
+            scores = self.matrix @ vector
+        n = min(n, len(scores))
+        best = np.argpartition(scores, len(scores) - n)[len(scores) - n :]
+        best = best[np.argsort(-scores[best], kind="stable")]
+        at = best if rows is None else rows[best]
+        return [(int(self.rowids[i]), float(s)) for i, s in zip(at, scores[best])]
 
 
 class VectorStore:
@@ -58,8 +138,33 @@ class VectorStore:
         self.index = index
         self.embedder_id = embedder_id
         self.dim = dim
-        self._cache: OrderedDict[tuple[str, str], tuple[int, np.ndarray, np.ndarray]] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str], tuple[int, ScopeVectors]] = OrderedDict()
         self._lock = threading.Lock()
+        self._scanner: Optional[ThreadPoolExecutor] = None
+
+    def top_soon(self, scoped: ScopeVectors, vector: np.ndarray, n: int) -> "Future[list[tuple[int, float]]]":
+        """Start ``scoped.top`` on a thread of its own, for the caller to run full text meanwhile.
+
+        Only the int8 scan gains from this: it is single-threaded SIMD work that releases
+        the GIL, so it takes the other core while SQLite answers the full-text arm (the
+        float32 product already spreads over the cores through BLAS, and small scopes take
+        less time than the hand-off).
+        """
+        if not scoped.quantized:
+            done: Future[list[tuple[int, float]]] = Future()
+            done.set_result(scoped.top(vector, n))
+            return done
+        with self._lock:
+            if self._scanner is None:
+                self._scanner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="longterm-vectors")
+            return self._scanner.submit(scoped.top, vector, n)
+
+    def close(self) -> None:
+        with self._lock:
+            scanner, self._scanner = self._scanner, None
+            self._cache.clear()
+        if scanner is not None:
+            scanner.shutdown(wait=True)
 
     def check(self, conn: sqlite3.Connection) -> None:
         """Remember the embedder on first use; refuse another one later."""
@@ -81,31 +186,21 @@ class VectorStore:
     def bump(self, conn: sqlite3.Connection, scopes: set[tuple[str, str]]) -> None:
         conn.executemany(BUMP_VERSION, [(self.index, a, u) for a, u in scopes])
 
-    def matrix(self, conn: sqlite3.Connection, app: str, user: str) -> tuple[np.ndarray, np.ndarray]:
-        """The scope's (rowids, matrix), from the cache while the scope's version holds."""
+    def matrix(self, conn: sqlite3.Connection, app: str, user: str) -> ScopeVectors:
+        """The scope's vectors, from the cache while the scope's version holds."""
         row = conn.execute(GET_VERSION, (self.index, app, user)).fetchone()
         version = row[0] if row else 0
         with self._lock:
             hit = self._cache.get((app, user))
             if hit is not None and hit[0] == version:
                 self._cache.move_to_end((app, user))
-                return hit[1], hit[2]
+                return hit[1]
         rows = conn.execute(LOAD_SCOPE, (self.index, app, user)).fetchall()
         rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), self.dim) if rows else np.zeros((0, self.dim), np.float32)
+        scoped = ScopeVectors(rowids, matrix)
         with self._lock:
-            self._cache[(app, user)] = (version, rowids, matrix)
+            self._cache[(app, user)] = (version, scoped)
             while len(self._cache) > CACHED_SCOPES:
                 self._cache.popitem(last=False)
-        return rowids, matrix
-
-    @staticmethod
-    def top(rowids: np.ndarray, matrix: np.ndarray, vector: np.ndarray, n: int) -> list[tuple[int, float]]:
-        """The ``n`` best (rowid, cosine) pairs, best first."""
-        if not len(rowids):
-            return []
-        scores = matrix @ np.asarray(vector, dtype=np.float32)
-        n = min(n, len(scores))
-        top = np.argpartition(scores, len(scores) - n)[len(scores) - n :]
-        top = top[np.argsort(-scores[top])]
-        return [(int(rowids[i]), float(scores[i])) for i in top]
+        return scoped
