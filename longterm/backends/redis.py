@@ -20,7 +20,8 @@ Why so:
 - The scope is a hex digest TAG, so no id ever enters query syntax; query terms come from
   ``retrieval.text`` (letters and digits only) and are escaped anyway.
 - Text is CJK-segmented here and stemmed by RediSearch (English), like the local backend.
-- Writes go in one MULTI/EXEC per batch: a save lands whole or not at all.
+- Writes go in one Lua script call per batch of up to 1,000 records (``_UPSERT``): such a
+  save lands whole or not at all, and the client parses one reply instead of two per record.
 - Hybrid search runs BM25 and KNN (both pre-filtered on the scope TAG) and fuses them
   (convex by default, or RRF; see ``retrieval.fusion``). If the vector arm fails, the answer comes from full text and says so in each hit.
 """
@@ -66,6 +67,32 @@ START_HINT = (
     "Run Redis Stack (`docker run -p 6379:6379 redis/redis-stack-server`), or start redis-server "
     "with `--loadmodule /path/to/redisearch.so`."
 )
+#: Records per script call: a save of up to this many lands whole or not at all; a larger
+#: one is written in several calls (a failure part-way leaves chunks the retry rewrites
+#: identically) so that no single call blocks the server for long.
+SCRIPT_BATCH = 1000
+#: One call writes a batch: each record's hash, then its scope set membership.
+#: KEYS: the n record keys, then the scope-set keys. ARGV: n, fields per record, then per
+#: record its scope-set number (1-based, among the set keys) and its field/value pairs.
+#: (Measured against a MULTI of HSETs: the same server work, but one reply to parse
+#: instead of two per record, which more than halved the client's CPU per record.)
+_UPSERT = """
+local n, nf = tonumber(ARGV[1]), tonumber(ARGV[2])
+local members, pos = {}, 3
+for i = 1, n do
+  local set = tonumber(ARGV[pos])
+  redis.call('HSET', KEYS[i], unpack(ARGV, pos + 1, pos + 2 * nf))
+  pos = pos + 1 + 2 * nf
+  local m = members[set]
+  if m == nil then m = {}; members[set] = m end
+  m[#m + 1] = KEYS[i]
+  if #m == 500 then redis.call('SADD', KEYS[n + set], unpack(m)); members[set] = {} end
+end
+for set, m in pairs(members) do
+  if #m > 0 then redis.call('SADD', KEYS[n + set], unpack(m)) end
+end
+return n
+"""
 _DELETE_ONE = """
 if redis.call('SREM', KEYS[1], KEYS[2]) == 1 then redis.call('DEL', KEYS[2]) return 1 end
 return 0
@@ -143,6 +170,7 @@ class RedisBackend:
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._ready = False
         self._delete_one: Any = None
+        self._upsert: Any = None
 
     @classmethod
     def from_config(cls, config: dict[str, Any], *, root: Path) -> "RedisBackend":
@@ -186,6 +214,7 @@ class RedisBackend:
             self._client = self._redis_mod.Redis(connection_pool=pool)
             self._loop, self._ready = loop, False
             self._delete_one = self._client.register_script(_DELETE_ONE)
+            self._upsert = self._client.register_script(_UPSERT)
         if not self._ready:
             try:
                 await self._ensure_index(self._client)
@@ -250,7 +279,10 @@ class RedisBackend:
     # -- contract -----------------------------------------------------------------------------
 
     def _scope_set(self, app_name: str, user_id: str) -> str:
-        return f"{self.ns}s:{_digest(app_name, user_id)}"
+        return self._scope_set_of(_digest(app_name, user_id))
+
+    def _scope_set_of(self, tag: str) -> str:
+        return f"{self.ns}s:{tag}"
 
     def _key(self, record_id: str) -> str:
         return f"{self.ns}m:{record_id}"
@@ -262,26 +294,36 @@ class RedisBackend:
         if self.embedder is not None:
             vectors = await self.embedder.embed([r.text for r in records], kind="passage")
         r = await self._conn()
-        scopes: dict[str, list[str]] = {}
         try:
-            async with r.pipeline(transaction=True) as pipe:
-                for i, rec in enumerate(records):
-                    key = self._key(rec.id)
-                    mapping: dict[str, Any] = {
-                        "doc": rec.model_dump_json(exclude=_TEXT_ONLY if rec.text_only_content() else _NO_VECTOR),
-                        "terms": segment(rec.text),
-                        "scope": _digest(rec.app_name, rec.user_id),
-                        "timestamp": repr(rec.timestamp),
-                    }
-                    if vectors is not None:
-                        mapping["embedding"] = vectors[i].astype(np.float32).tobytes()
-                    pipe.hset(key, mapping=mapping)
-                    scopes.setdefault(self._scope_set(rec.app_name, rec.user_id), []).append(key)
-                for members, keys in scopes.items():
-                    pipe.sadd(members, *keys)
-                await pipe.execute()
+            for start in range(0, len(records), SCRIPT_BATCH):
+                keys, args = self._upsert_args(records, vectors, start, min(start + SCRIPT_BATCH, len(records)))
+                await self._upsert(keys=keys, args=args)
         except Exception as exc:
             raise self._errors(exc, "saving memories") from exc
+
+    def _upsert_args(self, records: Sequence[MemoryRecord], vectors: Optional[np.ndarray], start: int, end: int) -> tuple[list[str], list[Any]]:
+        """KEYS and ARGV of ``_UPSERT`` for ``records[start:end]`` (layout in its comment)."""
+        keys: list[str] = []
+        sets: dict[tuple[str, str], tuple[int, str]] = {}
+        nf = 4 if vectors is None else 5
+        args: list[Any] = [end - start, nf]
+        for i in range(start, end):
+            rec = records[i]
+            scope = sets.get((rec.app_name, rec.user_id))
+            if scope is None:
+                scope = sets[(rec.app_name, rec.user_id)] = (len(sets) + 1, _digest(rec.app_name, rec.user_id))
+            keys.append(self._key(rec.id))
+            args += (
+                scope[0],
+                "doc", rec.model_dump_json(exclude=_TEXT_ONLY if rec.text_only_content() else _NO_VECTOR),
+                "terms", segment(rec.text),
+                "scope", scope[1],
+                "timestamp", repr(rec.timestamp),
+            )  # fmt: skip
+            if vectors is not None:
+                args += ("embedding", vectors[i].astype(np.float32).tobytes())
+        keys += [self._scope_set_of(tag) for _, tag in sets.values()]
+        return keys, args
 
     @staticmethod
     def _record(values: Sequence[Optional[bytes]]) -> MemoryRecord:

@@ -155,3 +155,33 @@ def test_vectors_are_float32_of_the_embedder_dim():
     assert "DIM" in b._schema() and "64" in b._schema()
     v = asyncio.run(b.embedder.embed(["hello"]))
     assert v.dtype == np.float32 and v.shape == (1, 64)
+
+
+@pytest.mark.parametrize("embedder", [None, "hashing"])
+async def test_a_large_write_over_several_scopes_lands_whole_in_each_scope(redis_cfg: dict, embedder):
+    """One upsert of 2,345 records (three script calls; 750 of each 1,000 for one user, so
+    scope sets fill in several batches) over three users: every record indexed, counted
+    and found in its own scope only, and a replay duplicates nothing."""
+    from longterm.records import MemoryRecord, record_id
+
+    cfg = {**redis_cfg, **({"embedder": embedder} if embedder else {})}
+    memory = LongTermMemory(backend="redis", backend_config=cfg)
+    users = ["u1", "u2", "u3 {x}|@scope"]
+    owner = [users[0] if i % 4 else users[1 + (i // 4) % 2] for i in range(2345)]
+    records = [
+        MemoryRecord(id=record_id("app", owner[i], "s", f"e{i}"), app_name="app", user_id=owner[i], session_id="s",
+                     event_id=f"e{i}", role="user", text=f"marker{i} note for {owner[i]}", timestamp=float(i))
+        for i in range(2345)
+    ]  # fmt: skip
+    for attempt in range(2):  # the second is a replay: overwrites, never duplicates
+        await memory.backend_instance.upsert(records)
+        for user in users:
+            mine = [i for i in range(2345) if owner[i] == user]
+            assert await memory.count(app_name="app", user_id=user) == len(mine)
+            for i in (mine[0], mine[len(mine) // 2], mine[-1]):
+                res = await memory.search_memory(app_name="app", user_id=user, query=f"marker{i}")
+                assert res.memories[0].content.parts[0].text == f"marker{i} note for {user}"
+            theirs = next(i for i in range(2345) if owner[i] != user)
+            res = await memory.search_memory(app_name="app", user_id=user, query=f"marker{theirs}")
+            assert all(m.content.parts[0].text.endswith(f"for {user}") for m in res.memories)
+    await memory.close()
