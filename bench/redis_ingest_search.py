@@ -4,12 +4,18 @@
 
 Without --url (or LONGTERM_REDIS_URL) it starts a throw-away Redis Stack on 127.0.0.1
 the way the tests do (needs `bash scripts/test` to have installed it once).
-"ours" = LongTermMemory(backend="redis") through the public API; "raw" = redis.asyncio:
-one MULTI pipeline of HSETs per session into an index of the same schema (what a user of
-the client would write; the ratios are against it), and the same FT.SEARCH (scope TAG +
-OR of the words, BM25) per query. "raw, one script" writes each session with one Lua
-call, as our backend does: the fastest the raw client gets, shown for reference.
-Prints a table; asserts nothing.
+
+Systems, each in its own keyspace and index of the same schema on the same server:
+- "raw redis-py" (the baseline; ratios are against it): redis.asyncio, one MULTI pipeline
+  of HSETs per session, what a user of the client would write; per query the FT.SEARCH
+  our backend sends (scope TAG + OR of the words, BM25, top 5, returning the stored text).
+- "raw redis-py, one script": each session written by one Lua call, as our backend does:
+  the fastest the raw client gets, shown for reference.
+- "longterm redis": LongTermMemory(backend="redis") through the public API (ledger,
+  policy, records, ADK MemoryEntry results included).
+
+The three are interleaved step by step (session i by each, then query j by each), so a
+noisy machine slows them alike; times are summed per system. Prints a table; asserts nothing.
 """
 
 from __future__ import annotations
@@ -22,20 +28,18 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
-from _common import USERS, pct, through_api  # noqa: E402
+from _common import USERS, pct  # noqa: E402
 from _data import queries, sessions  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from longterm import LongTermMemory  # noqa: E402
-
-
-
 
 _LUA = """
 local nf, pos = tonumber(ARGV[1]), 2
@@ -47,45 +51,84 @@ return #KEYS
 """
 
 
-async def raw(url: str, data: list[dict], qs: list[str], script: bool = False) -> dict:
-    import redis.asyncio as R
+class Raw:
+    """The raw client: HSETs into an index of our schema, FT.SEARCH like ours."""
 
-    r = R.Redis.from_url(url, protocol=2)
-    ns = f"raw{uuid.uuid4().hex[:6]}:"
-    await r.execute_command("FT.CREATE", ns + "idx", "ON", "HASH", "PREFIX", "1", ns, "STOPWORDS", "0",
-                            "SCHEMA", "terms", "TEXT", "scope", "TAG", "timestamp", "NUMERIC", "SORTABLE")  # fmt: skip
-    n = sum(len(s["events"]) for s in data)
-    start = time.perf_counter()
-    lua = r.register_script(_LUA)
-    for s in data:
-        if script:
-            keys, args = [], [4]
+    def __init__(self, url: str, script: bool) -> None:
+        import redis.asyncio as R
+
+        self.r = R.Redis.from_url(url, protocol=2)
+        self.ns = f"raw{uuid.uuid4().hex[:6]}:"
+        self.script = script
+        self.lua = self.r.register_script(_LUA)
+
+    async def create(self) -> None:
+        await self.r.execute_command("FT.CREATE", self.ns + "idx", "ON", "HASH", "PREFIX", "1", self.ns, "STOPWORDS", "0",
+                                     "SCHEMA", "terms", "TEXT", "scope", "TAG", "timestamp", "NUMERIC", "SORTABLE")  # fmt: skip
+
+    async def save(self, s: dict) -> None:
+        if self.script:
+            keys: list[str] = []
+            args: list[Any] = [4]
             for e in s["events"]:
                 t = e["content"]["parts"][0]["text"]
-                keys.append(f"{ns}{e['id']}")
+                keys.append(f"{self.ns}{e['id']}")
                 args += ["terms", t, "scope", s["user_id"], "timestamp", e["timestamp"], "text", t]
-            await lua(keys=keys, args=args)
-            continue
-        async with r.pipeline(transaction=True) as p:
+            await self.lua(keys=keys, args=args)
+            return
+        async with self.r.pipeline(transaction=True) as p:
             for e in s["events"]:
-                p.hset(f"{ns}{e['id']}", mapping={"terms": e["content"]["parts"][0]["text"], "scope": s["user_id"], "timestamp": e["timestamp"], "text": e["content"]["parts"][0]["text"]})
+                t = e["content"]["parts"][0]["text"]
+                p.hset(f"{self.ns}{e['id']}", mapping={"terms": t, "scope": s["user_id"], "timestamp": e["timestamp"], "text": t})
             await p.execute()
-    ingest = time.perf_counter() - start
-    lat = []
+
+    async def search(self, user: str, q: str) -> None:
+        tag = user.replace("-", "\\-")
+        await self.r.execute_command("FT.SEARCH", self.ns + "idx", f"@scope:{{{tag}}} @terms:({'|'.join(q.split())})",
+                                     "WITHSCORES", "SCORER", "BM25", "RETURN", "1", "text", "LIMIT", "0", "5", "DIALECT", "2")  # fmt: skip
+
+    async def close(self) -> None:
+        await self.r.execute_command("FT.DROPINDEX", self.ns + "idx", "DD")
+        await self.r.aclose()
+
+
+class Ours:
+    def __init__(self, url: str) -> None:
+        self.m = LongTermMemory(backend="redis", backend_config={"url": url, "prefix": f"b{uuid.uuid4().hex[:6]}:"}, index="bench")
+
+    async def create(self) -> None:
+        await self.m.count(app_name="bench", user_id="user-0")  # connects and makes the index
+
+    async def save(self, s: dict) -> None:
+        await self.m.add_session_to_memory(s)
+
+    async def search(self, user: str, q: str) -> None:
+        await self.m.search_memory(app_name="bench", user_id=user, query=q)
+
+    async def close(self) -> None:
+        await self.m.close()
+
+
+async def run(url: str, data: list[dict], qs: list[str]) -> dict[str, dict]:
+    systems = {"raw redis-py (baseline)": Raw(url, False), "raw redis-py, one script": Raw(url, True), "longterm redis": Ours(url)}
+    for system in systems.values():
+        await system.create()
+    spent = dict.fromkeys(systems, 0.0)
+    lat: dict[str, list[float]] = {name: [] for name in systems}
+    for s in data:
+        for name, system in systems.items():
+            t = time.perf_counter()
+            await system.save(s)
+            spent[name] += time.perf_counter() - t
     for i, q in enumerate(qs):
-        t = time.perf_counter()
-        await r.execute_command("FT.SEARCH", ns + "idx", f"@scope:{{user\\-{i % USERS}}} @terms:({'|'.join(q.split())})",
-                                "WITHSCORES", "SCORER", "BM25", "LIMIT", "0", "5", "DIALECT", "2")  # fmt: skip
-        lat.append(time.perf_counter() - t)
-    await r.execute_command("FT.DROPINDEX", ns + "idx", "DD")
-    await r.aclose()
-    return {"events/s": n / ingest, "p50": pct(lat, 0.5), "p95": pct(lat, 0.95)}
-
-
-async def ours(url: str, data: list[dict], qs: list[str]) -> dict:
-    memory = LongTermMemory(backend="redis", backend_config={"url": url, "prefix": f"b{uuid.uuid4().hex[:6]}:"}, index="bench")
-    r = await through_api(memory, data, qs)
-    return {"events/s": r["rate"], "p50": pct(r["lat"], 0.5), "p95": pct(r["lat"], 0.95)}
+        for name, system in systems.items():
+            t = time.perf_counter()
+            await system.search(f"user-{i % USERS}", q)
+            lat[name].append(time.perf_counter() - t)
+    for system in systems.values():
+        await system.close()
+    n = sum(len(s["events"]) for s in data)
+    return {name: {"events/s": n / spent[name], "p50": pct(lat[name], 0.5), "p95": pct(lat[name], 0.95)} for name in systems}
 
 
 def main() -> None:
@@ -105,22 +148,18 @@ def main() -> None:
         server.start(Path(tmp.name))
         url = server.url
     console = Console(width=150)
-    table = Table(title=f"redis backend vs raw redis client ({USERS} users, {args.queries} queries)")
+    table = Table(title=f"redis backend vs raw redis client ({USERS} users, {args.queries} queries, interleaved)")
     for col in ("records", "system", "saves/s", "ratio", "search p50 ms", "p95 ms", "p50 ratio"):
         table.add_column(col, justify="right")
     try:
         qs = queries(args.queries)
         for n in args.sizes:
             console.print(f"{n:,} records ...")
-            data = list(sessions(n, USERS))
-            b = asyncio.run(raw(url, data, qs))
-            lua = asyncio.run(raw(url, data, qs, script=True))
-            m = asyncio.run(ours(url, data, qs))
-            table.add_row(f"{n:,}", "raw redis-py (baseline)", f"{b['events/s']:,.0f}", "1.00", f"{b['p50']:.2f}", f"{b['p95']:.2f}", "1.00")
-            table.add_row("", "raw redis-py, one script", f"{lua['events/s']:,.0f}", f"{lua['events/s'] / b['events/s']:.2f}",
-                          f"{lua['p50']:.2f}", f"{lua['p95']:.2f}", f"{lua['p50'] / b['p50']:.2f}")  # fmt: skip
-            table.add_row("", "longterm redis", f"{m['events/s']:,.0f}", f"{m['events/s'] / b['events/s']:.2f}",
-                          f"{m['p50']:.2f}", f"{m['p95']:.2f}", f"{m['p50'] / b['p50']:.2f}")  # fmt: skip
+            res = asyncio.run(run(url, list(sessions(n, USERS)), qs))
+            base = res["raw redis-py (baseline)"]
+            for i, (name, r) in enumerate(res.items()):
+                table.add_row(f"{n:,}" if i == 0 else "", name, f"{r['events/s']:,.0f}", f"{r['events/s'] / base['events/s']:.2f}",
+                              f"{r['p50']:.2f}", f"{r['p95']:.2f}", f"{r['p50'] / base['p50']:.2f}")  # fmt: skip
     finally:
         if server:
             server.stop()

@@ -48,8 +48,30 @@ except ImportError:
         memories: list[MemoryEntry] = Field(default_factory=list)
 
 
+if HAVE_ADK:  # templates for the fast path of make_content
+    _TEXT_PART = _genai_types.Part(text="")
+    _EMPTY_CONTENT = _genai_types.Content(role="user", parts=[])
+
+
+def _text_only(content: dict[str, Any]) -> bool:
+    parts = content.get("parts")
+    return (
+        isinstance(parts, list)
+        and isinstance(content.get("role"), str)
+        and all(type(p) is dict and len(p) == 1 and type(p.get("text")) is str for p in parts)
+    )
+
+
 def make_content(content: dict[str, Any], fallback_text: str) -> Any:
-    """The stored ADK-shaped content as ADK's ``types.Content`` (or ours)."""
+    """The stored ADK-shaped content as ADK's ``types.Content`` (or ours).
+
+    Text-only content (nearly every memory) is copied from validated templates with only
+    ``role`` and ``text`` replaced: genai's validators run in Python and cost 20 us per
+    hit, more than the whole query on a fast engine; the copy gives an equal object in 5.
+    """
+    if HAVE_ADK and _text_only(content):
+        parts = [_TEXT_PART.model_copy(update={"text": p["text"]}) for p in content["parts"]]
+        return _EMPTY_CONTENT.model_copy(update={"role": content["role"], "parts": parts})
     cls = _genai_types.Content if HAVE_ADK else Content
     try:
         return cls.model_validate(content)

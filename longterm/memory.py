@@ -255,7 +255,8 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         """The memories of (app, user) that best match ``query``, best first."""
         scope = self._scope(app_name, user_id)
         hits = await self.search_hits(scope, query, top_k)
-        return SearchMemoryResponse(memories=[self._entry(h) for h in hits])
+        backend = self.backend_name  # one lookup per search: pydantic's private attributes are slow
+        return SearchMemoryResponse(memories=[self._entry(h, backend) for h in hits])
 
     async def delete_memory(self, *, app_name: str, user_id: str, memory_id: Optional[str] = None) -> int:
         """Delete one memory by id, or (no id) erase every memory of that user in that app."""
@@ -282,13 +283,14 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
             hits = await self._backend.search(scope, query, fetch)
         return self.rescoring.rescore(hits)[:k]
 
-    def _entry(self, hit: Hit) -> Any:
+    @staticmethod
+    def _entry(hit: Hit, backend: str) -> Any:
         r = hit.record
         meta = {
             "session_id": r.session_id,
             "event_id": r.event_id,
             "score": hit.score,
-            "backend": self.backend_name,
+            "backend": backend,
             "role": r.role,
             "event_types": r.event_types,
             **({"arms": hit.arms} if hit.arms else {}),

@@ -185,3 +185,29 @@ async def test_a_large_write_over_several_scopes_lands_whole_in_each_scope(redis
             res = await memory.search_memory(app_name="app", user_id=user, query=f"marker{theirs}")
             assert all(m.content.parts[0].text.endswith(f"for {user}") for m in res.memories)
     await memory.close()
+
+
+async def test_a_server_that_stops_answering_is_a_clear_error_and_no_reply_goes_astray(tmp_path: Path):
+    """A frozen server (SIGSTOP): the call fails within socket_timeout saying so; once it
+    answers again, the next calls get their own replies, not the abandoned one's."""
+    import os
+    import signal
+
+    server = RedisServer()
+    server.start(tmp_path)
+    try:
+        memory = LongTermMemory(backend="redis", backend_config={"url": server.url, "socket_timeout": 1})
+        await memory.add_session_to_memory(make_session(turns=[("user", "I keep bees"), ("user", "My car is blue")]))
+        assert server.proc is not None
+        os.kill(server.proc.pid, signal.SIGSTOP)
+        try:
+            with pytest.raises(BackendUnavailableError, match=r"did not answer within 1 s while searching"):
+                await memory.search_memory(app_name="app", user_id="u1", query="bees")
+        finally:
+            os.kill(server.proc.pid, signal.SIGCONT)
+        for query, text in [("car", "My car is blue"), ("bees", "I keep bees"), ("car", "My car is blue")]:
+            res = await memory.search_memory(app_name="app", user_id="u1", query=query)
+            assert [m.content.parts[0].text for m in res.memories] == [text]
+        await memory.close()
+    finally:
+        server.stop()
