@@ -74,27 +74,36 @@ START_HINT = (
 #: one is written in several calls (a failure part-way leaves chunks the retry rewrites
 #: identically) so that no single call blocks the server for long.
 SCRIPT_BATCH = 1000
-#: One call writes a batch: each record's hash, then its scope set membership.
-#: KEYS: the n record keys, then the scope-set keys. ARGV: n, fields per record, then per
-#: record its scope-set number (1-based, among the set keys) and its field/value pairs.
+#: One call writes a batch, scope by scope: each record's hash, then the scope set's
+#: members. KEYS: per scope, its set key then its record keys. ARGV: 1 if records carry a
+#: vector else 0, then per scope its tag and record count, then per record its doc, terms,
+#: timestamp [and embedding]. Field names and the scope tag live in the script, so a record
+#: costs four arguments to encode, not ten.
 #: (Measured against a MULTI of HSETs: the same server work, but one reply to parse
 #: instead of two per record, which more than halved the client's CPU per record.)
 _UPSERT = """
-local n, nf = tonumber(ARGV[1]), tonumber(ARGV[2])
-local members, pos = {}, 3
-for i = 1, n do
-  local set = tonumber(ARGV[pos])
-  redis.call('HSET', KEYS[i], unpack(ARGV, pos + 1, pos + 2 * nf))
-  pos = pos + 1 + 2 * nf
-  local m = members[set]
-  if m == nil then m = {}; members[set] = m end
-  m[#m + 1] = KEYS[i]
-  if #m == 500 then redis.call('SADD', KEYS[n + set], unpack(m)); members[set] = {} end
+local vec = ARGV[1] == '1'
+local k, a = 1, 2
+while k <= #KEYS do
+  local set, tag, count = KEYS[k], ARGV[a], tonumber(ARGV[a + 1])
+  k, a = k + 1, a + 2
+  local members = {}
+  for i = 1, count do
+    local key = KEYS[k]
+    if vec then
+      redis.call('HSET', key, 'doc', ARGV[a], 'terms', ARGV[a + 1], 'scope', tag, 'timestamp', ARGV[a + 2], 'embedding', ARGV[a + 3])
+      a = a + 4
+    else
+      redis.call('HSET', key, 'doc', ARGV[a], 'terms', ARGV[a + 1], 'scope', tag, 'timestamp', ARGV[a + 2])
+      a = a + 3
+    end
+    members[#members + 1] = key
+    if #members == 500 then redis.call('SADD', set, unpack(members)); members = {} end
+    k = k + 1
+  end
+  if #members > 0 then redis.call('SADD', set, unpack(members)) end
 end
-for set, m in pairs(members) do
-  if #m > 0 then redis.call('SADD', KEYS[n + set], unpack(m)) end
-end
-return n
+return k - 1
 """
 _DELETE_ONE = """
 if redis.call('SREM', KEYS[1], KEYS[2]) == 1 then redis.call('DEL', KEYS[2]) return 1 end
@@ -338,26 +347,21 @@ class RedisBackend:
 
     def _upsert_args(self, records: Sequence[MemoryRecord], vectors: Optional[np.ndarray], start: int, end: int) -> tuple[list[str], list[Any]]:
         """KEYS and ARGV of ``_UPSERT`` for ``records[start:end]`` (layout in its comment)."""
-        keys: list[str] = []
-        sets: dict[tuple[str, str], tuple[int, str]] = {}
-        nf = 4 if vectors is None else 5
-        args: list[Any] = [end - start, nf]
+        groups: dict[tuple[str, str], list[int]] = {}
         for i in range(start, end):
-            rec = records[i]
-            scope = sets.get((rec.app_name, rec.user_id))
-            if scope is None:
-                scope = sets[(rec.app_name, rec.user_id)] = (len(sets) + 1, _digest(rec.app_name, rec.user_id))
-            keys.append(self._key(rec.id))
-            args += (
-                scope[0],
-                "doc", rec.model_dump_json(exclude=_TEXT_ONLY if rec.text_only_content() else _NO_VECTOR),
-                "terms", segment(rec.text),
-                "scope", scope[1],
-                "timestamp", repr(rec.timestamp),
-            )  # fmt: skip
-            if vectors is not None:
-                args += ("embedding", vectors[i].astype(np.float32).tobytes())
-        keys += [self._scope_set_of(tag) for _, tag in sets.values()]
+            groups.setdefault((records[i].app_name, records[i].user_id), []).append(i)
+        keys: list[str] = []
+        args: list[Any] = [0 if vectors is None else 1]
+        for (app_name, user_id), members in groups.items():
+            tag = _digest(app_name, user_id)
+            keys.append(self._scope_set_of(tag))
+            args += (tag, len(members))
+            for i in members:
+                rec = records[i]
+                keys.append(self._key(rec.id))
+                args += (rec.model_dump_json(exclude=_TEXT_ONLY if rec.text_only_content() else _NO_VECTOR), segment(rec.text), repr(rec.timestamp))
+                if vectors is not None:
+                    args.append(vectors[i].astype(np.float32).tobytes())
         return keys, args
 
     @staticmethod

@@ -57,7 +57,7 @@ TOOL_ROLES = frozenset({"tool", "function"})
 SYSTEM_ROLES = frozenset({"system", "developer"})
 
 
-@dataclass
+@dataclass(slots=True)
 class Unit:
     """One classified piece of an event."""
 
@@ -68,7 +68,7 @@ class Unit:
     media: dict[str, Any] | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Classified:
     role: str
     units: list[Unit] = field(default_factory=list)

@@ -65,7 +65,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-@dataclass
+@dataclass(slots=True)
 class Selected:
     """The kept part of one event."""
 
@@ -127,7 +127,12 @@ class MemoryAutoSavePolicy(BaseModel):
 
     @cached_property
     def _rules(self) -> dict[str, Any]:
-        return {name: self.effective(name) for name in type(self).model_fields if name != "preset"}
+        """The fields in force, with the name lists as frozensets (``None`` = no filter)."""
+        rules = {name: self.effective(name) for name in type(self).model_fields if name != "preset"}
+        for name in ("include_roles", "exclude_roles", "include_authors", "exclude_authors", "include_event_types", "exclude_event_types"):
+            value = rules[name]
+            rules[name] = None if value is None else frozenset(value)
+        return rules
 
     def select(self, event: Event) -> Optional[Selected]:
         """The kept part of ``event``, or None when nothing of it is kept."""
@@ -144,23 +149,26 @@ class MemoryAutoSavePolicy(BaseModel):
         if exc_auth and event.author in exc_auth:
             return None
         text_only, thought, empty = rules["text_only"], rules["include_thought"], rules["include_empty_text"]
-        inc_types = rules["include_event_types"]
-        exc_types = set(rules["exclude_event_types"] or ())
+        inc_types, exc_types = rules["include_event_types"], rules["exclude_event_types"]
         kept = []
         for u in c.units:
             if "thought" in u.types and not thought:
                 continue
             if u.empty and not empty:
                 continue
-            if text_only and not _TEXTUAL.intersection(u.types):
+            if text_only and _TEXTUAL.isdisjoint(u.types):
                 continue
-            if inc_types is not None and not set(u.types).intersection(inc_types):
+            if inc_types is not None and inc_types.isdisjoint(u.types):
                 continue
-            if exc_types.intersection(u.types):
+            if exc_types and not exc_types.isdisjoint(u.types):
                 continue
             kept.append(u)
         if not kept:
             return None
+        if len(kept) == 1:  # the common case, without the merging below
+            u = kept[0]
+            return Selected(role=c.role, event_types=list(u.types), text=u.text, parts=[] if u.part is None else [u.part],
+                            media=[] if u.media is None else [u.media])  # fmt: skip
         types = list(dict.fromkeys(t for u in kept for t in u.types))
         return Selected(
             role=c.role,
