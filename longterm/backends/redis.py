@@ -124,7 +124,9 @@ class RedisConfig(HybridSettings):
     prefix: str = "longterm:"
     index: str = "default_app"
     socket_timeout: float = 10.0
+    """Seconds any one operation may take (waiting for a free connection included)."""
     max_connections: int = 32
+    """Connections per memory; more concurrent calls wait for one."""
 
 
 @functools.lru_cache(maxsize=8192)
