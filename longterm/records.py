@@ -23,6 +23,11 @@ from .errors import InvalidInputError
 
 #: Longest app name / user id / session id / event id accepted (characters).
 MAX_ID_CHARS = 512
+#: Timestamps a record may carry (seconds since the epoch): the years 1 to 9999 that every
+#: engine and ``datetime`` can represent. NaN and infinities are refused: an engine cannot
+#: index them, so such a memory would be saved and never found.
+MIN_TIMESTAMP = datetime(1, 1, 2, tzinfo=timezone.utc).timestamp()
+MAX_TIMESTAMP = datetime(9999, 12, 30, tzinfo=timezone.utc).timestamp()
 
 
 def _check_id(kind: str, value: Any) -> str:
@@ -87,7 +92,7 @@ class MemoryRecord(BaseModel):
     """What full-text and vector search see."""
     content: dict[str, Any] = Field(default_factory=dict)
     """The kept parts, ADK-shaped: ``{"role": ..., "parts": [...]}``."""
-    timestamp: float = 0.0
+    timestamp: float = Field(0.0, ge=MIN_TIMESTAMP, le=MAX_TIMESTAMP, allow_inf_nan=False)
     """Seconds since the epoch (UTC) when the event happened."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     embedding: Optional[list[float]] = None

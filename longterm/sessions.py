@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import to_jsonable_python
 
 from .errors import InvalidInputError
+from .records import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 
 def _plain(obj: Any) -> Any:
@@ -46,10 +47,19 @@ def _timestamp(value: Any) -> float:
     if isinstance(value, bool):
         raise InvalidInputError("timestamp must be a number or an ISO 8601 string, not a boolean.")
     if isinstance(value, (int, float)):
-        return float(value) / 1000.0 if value > 1e11 else float(value)  # accept milliseconds
+        seconds = float(value) / 1000.0 if value > 1e11 else float(value)  # accept milliseconds
+        if not MIN_TIMESTAMP <= seconds <= MAX_TIMESTAMP:  # also False for NaN
+            raise InvalidInputError(
+                f"timestamp {value!r} is not a time: give seconds (or milliseconds) since the epoch "
+                "within the years 1 to 9999, or an ISO 8601 string."
+            )
+        return seconds
     if isinstance(value, datetime):
         dt = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-        return dt.timestamp()
+        seconds = dt.timestamp()
+        if not MIN_TIMESTAMP <= seconds <= MAX_TIMESTAMP:
+            raise InvalidInputError(f"timestamp {value.isoformat()} is outside the years 1 to 9999.")
+        return seconds
     if isinstance(value, str):
         try:
             return _timestamp(float(value))
@@ -227,7 +237,8 @@ def to_event(raw: Any, event_id: str | None = None) -> Event:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise InvalidInputError(f"event is malformed at '{where}': {first['msg']}") from None
+        which = f"event {event_id!r}" if event_id else "event"
+        raise InvalidInputError(f"{which} is malformed at '{where}': {first['msg']}") from None
     if event_id and ev.id != event_id:
         ev = ev.model_copy(update={"id": event_id})
     return ev

@@ -160,6 +160,33 @@ async def test_bad_sessions_are_clear_errors(session, message):
     await memory.close()
 
 
+@pytest.mark.parametrize("timestamp", [float("nan"), float("inf"), -float("inf"), 1e20, -1e300, "99999-01-01"])
+async def test_a_timestamp_that_is_no_time_is_refused_before_anything_is_saved(timestamp):
+    """Engines cannot index NaN or infinite times: such a memory would be saved and never
+    found (Redis), or break every later search of the user. Refused with the event named."""
+    memory = LongTermMemory()
+    session = make_session(turns=[("user", "I keep bees"), ("user", "My car is blue")])
+    session["events"][1]["timestamp"] = timestamp
+    with pytest.raises(InvalidInputError, match=r"event 's1-e1' is malformed at 'timestamp'"):
+        await memory.add_session_to_memory(session)
+    assert await memory.count(app_name="app", user_id="u1") == 0
+    session["events"][1]["timestamp"] = 1_700_000_000_000  # milliseconds are fine
+    assert (await memory.add_session_to_memory(session)).saved == 2
+    res = await memory.search_memory(app_name="app", user_id="u1", query="car")
+    assert res.memories[0].timestamp.startswith("2023-11-14")
+    await memory.close()
+
+
+def test_records_refuse_times_no_engine_can_index():
+    from pydantic import ValidationError
+
+    from longterm.records import MemoryRecord
+
+    for bad in (float("nan"), float("inf"), 1e15):
+        with pytest.raises(ValidationError, match="timestamp"):
+            MemoryRecord(id="x", app_name="a", user_id="u", session_id="s", event_id="e", text="t", timestamp=bad)
+
+
 async def test_bad_search_arguments_are_clear_errors():
     memory = LongTermMemory()
     with pytest.raises(InvalidInputError, match="query must be a string"):
