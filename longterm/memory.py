@@ -149,6 +149,12 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
             raise
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
+        except UnicodeError as exc:  # a lone surrogate left in metadata or tool arguments
+            raise InvalidInputError(
+                f"{what} failed: the input holds text that is not valid Unicode ({exc}). Text parts are "
+                "repaired on the way in; repair other strings the same way, e.g. "
+                "s.encode('utf-16', 'surrogatepass').decode('utf-16', 'replace')."
+            ) from exc
         except Exception as exc:
             raise BackendError(
                 f"{what} failed on backend {self.backend_name!r}: {type(exc).__name__}: {exc}"

@@ -30,6 +30,40 @@ MIN_TIMESTAMP = datetime(1, 1, 2, tzinfo=timezone.utc).timestamp()
 MAX_TIMESTAMP = datetime(9999, 12, 30, tzinfo=timezone.utc).timestamp()
 
 
+def is_valid_unicode(value: str) -> bool:
+    """False when ``value`` holds a lone surrogate, which no engine can store (no UTF-8)."""
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def repair_unicode(value: str) -> str:
+    """``value`` with lone surrogates replaced by U+FFFD, and split pairs joined.
+
+    They come from text cut in the middle of a UTF-16 pair (an emoji sliced by a client in
+    JavaScript, say). Ids are refused instead (``_check_id``); text is repaired, because
+    refusing it would keep the whole session from ever being saved over one character.
+    """
+    if is_valid_unicode(value):
+        return value
+    return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def repair_tree(value: Any) -> Any:
+    """``repair_unicode`` through dicts and lists (keys too): tool arguments, metadata."""
+    if isinstance(value, str):
+        return repair_unicode(value)
+    if isinstance(value, dict):
+        return {repair_tree(k): repair_tree(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [repair_tree(v) for v in value]
+    return value
+
+
 def _check_id(kind: str, value: Any) -> str:
     if not isinstance(value, str):
         raise InvalidInputError(f"{kind} must be a string, got {type(value).__name__}.")
@@ -39,6 +73,8 @@ def _check_id(kind: str, value: Any) -> str:
         raise InvalidInputError(f"{kind} is {len(value)} characters long; the limit is {MAX_ID_CHARS}.")
     if "\x00" in value:
         raise InvalidInputError(f"{kind} must not contain NUL characters.")
+    if not is_valid_unicode(value):
+        raise InvalidInputError(f"{kind} {value!r} is not valid Unicode (it holds a lone UTF-16 surrogate).")
     return value
 
 

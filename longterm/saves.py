@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .policies import MemoryAutoSavePolicy
-from .records import MemoryRecord, record_id
+from .records import MemoryRecord, record_id, repair_tree
 from .sessions import Event, SessionView
 
 
@@ -39,9 +39,9 @@ def make_record(
     selected = policy.select(event)
     if selected is None:
         return None
-    meta: dict[str, Any] = dict(metadata or {})
+    meta: dict[str, Any] = repair_tree(dict(metadata)) if metadata else {}
     if event.custom_metadata:
-        meta.setdefault("event_metadata", event.custom_metadata)
+        meta.setdefault("event_metadata", repair_tree(event.custom_metadata))
     if selected.media:
         meta["media"] = selected.media
     # Plain validated construction: measured twice as fast as model_construct (whose

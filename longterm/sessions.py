@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import to_jsonable_python
 
 from .errors import InvalidInputError
-from .records import MAX_TIMESTAMP, MIN_TIMESTAMP
+from .records import MAX_TIMESTAMP, MIN_TIMESTAMP, is_valid_unicode, repair_unicode
 
 
 def _plain(obj: Any) -> Any:
@@ -88,6 +88,11 @@ class Part(BaseModel):
     executable_code: Optional[dict[str, Any]] = None
     code_execution_result: Optional[dict[str, Any]] = None
 
+    @field_validator("text")
+    @classmethod
+    def _text(cls, v: Optional[str]) -> Optional[str]:
+        return v if v is None else repair_unicode(v)
+
 
 class Content(BaseModel):
     model_config = ConfigDict(extra="allow")
@@ -136,7 +141,7 @@ class Event(BaseModel):
     @field_validator("id", "author", mode="before")
     @classmethod
     def _str(cls, v: Any) -> Any:
-        return "" if v is None else str(v)
+        return "" if v is None else repair_unicode(str(v))
 
     @field_validator("error_code", mode="before")
     @classmethod
@@ -197,7 +202,10 @@ def event_ids(raw_events: list[Any]) -> list[str]:
             n = seen.get(base, 0)
             seen[base] = n + 1
             eid = base if n == 0 else f"{base}-{n}"
-        ids.append(str(eid))
+        eid = str(eid)
+        if not is_valid_unicode(eid):
+            raise InvalidInputError(f"event id {eid!r} is not valid Unicode (it holds a lone UTF-16 surrogate).")
+        ids.append(eid)
     return ids
 
 
@@ -213,6 +221,8 @@ def read_session(obj: Any) -> SessionView:
                 f"session.{name} must be a non-empty string (got {value!r}); "
                 "a session needs id, app_name and user_id."
             )
+        if not is_valid_unicode(value):
+            raise InvalidInputError(f"session.{name} {value!r} is not valid Unicode (it holds a lone UTF-16 surrogate).")
         fields[name] = value
     raw_events = _get(obj, "events") or []
     if not isinstance(raw_events, (list, tuple)):

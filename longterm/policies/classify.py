@@ -49,6 +49,7 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
+from ..records import repair_tree
 from ..sessions import Event, Part
 
 USER_ROLES = frozenset({"user", "human"})
@@ -99,13 +100,13 @@ def normalize_role(event: Event) -> str:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(to_jsonable_python(value, fallback=str), ensure_ascii=False, sort_keys=True)
+    return json.dumps(repair_tree(to_jsonable_python(value, fallback=str)), ensure_ascii=False, sort_keys=True)
 
 
 def _part_dict(part: Part) -> dict[str, Any]:
     body = part.model_dump(exclude_none=True)
     body.pop("thought_signature", None)  # opaque bytes, meaningless outside the model call
-    return to_jsonable_python(body, fallback=str)
+    return repair_tree(to_jsonable_python(body, fallback=str))
 
 
 def _media_unit(part: Part) -> Unit:

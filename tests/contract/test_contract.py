@@ -200,6 +200,33 @@ async def test_unicode_and_cjk_are_searchable(memory: LongTermMemory, text: str,
     assert (await _texts(memory, "app", "u1", query))[:1] == [text]
 
 
+async def test_text_cut_inside_an_emoji_is_repaired_and_ids_that_are_no_unicode_refused(memory: LongTermMemory):
+    """Lone UTF-16 surrogates (an emoji sliced by a JavaScript client) cannot be stored by
+    any engine: in text, author, tool arguments and metadata they become U+FFFD and the
+    memory is saved and found; in an id they are refused with a clear error."""
+    s = make_session(turns=[("user", "Pack the sunscreen \ud83d"), ("user", "unrelated filler sentence")])
+    s["events"][0]["author"] = "user\udc00"
+    s["events"][0]["custom_metadata"] = {"note\ud800": ["x\ud800"]}
+    s["events"].append({"id": "s1-call", "author": "agent", "content": {"role": "model", "parts": [
+        {"function_call": {"name": "pack", "args": {"item": "sunscreen \ud83d"}}}]}})  # fmt: skip
+    await memory.add_session_to_memory(s, auto_save_memory_policy="all")
+    res = await memory.search_memory(app_name="app", user_id="u1", query="sunscreen")
+    texts = [" ".join(p.text or "" for p in m.content.parts) for m in res.memories]
+    assert "Pack the sunscreen \ufffd" in texts
+    hit = res.memories[texts.index("Pack the sunscreen \ufffd")]
+    assert hit.author == "user\ufffd"
+    assert any(m.content.parts[0].function_call is not None for m in res.memories)
+    for bad in (make_session("s\ud800"), {**make_session("s2"), "user_id": "u\udc00"}):
+        with pytest.raises(InvalidInputError, match="not valid Unicode"):
+            await memory.add_session_to_memory(bad)
+    bad_event = make_session("s3")
+    bad_event["events"][0]["id"] = "e\ud800"
+    with pytest.raises(InvalidInputError, match="not valid Unicode"):
+        await memory.add_session_to_memory(bad_event)
+    with pytest.raises(InvalidInputError, match="not valid Unicode"):
+        await memory.search_memory(app_name="app", user_id="u1\ud800", query="sunscreen")
+
+
 async def test_one_megabyte_event_is_stored_whole_or_refused(memory: LongTermMemory):
     big = ("lorem ipsum dolor sit amet " * 40_000)[:1_000_000] + " zanzibar"
     s = make_session(turns=[("user", big)])
