@@ -7,8 +7,8 @@ official ``qdrant-client``: ``AsyncQdrantClient`` for a server (``url``/``host``
 default embedded engine is qdrant-edge (``qdrant_edge.py``), chosen by measurement.
 
 Why it is shaped so:
-- Point ids are the record ids read as UUIDs (they are 128-bit hex digests), so upserts
-  stay idempotent; the scope is always a structured payload filter on ``app_name`` and
+- Point ids are the record ids read as UUIDs (they are 128-bit hex digests; any other
+  string gets a name-based UUID), so upserts stay idempotent; the scope is always a structured payload filter on ``app_name`` and
   ``user_id`` (keyword-indexed on servers), never string matching.
 - Full text is a sparse BM25 vector (``retrieval.sparse``: our stemming and CJK bigrams,
   IDF applied by Qdrant's ``Modifier.IDF``), which works the same in local mode and on
@@ -343,8 +343,19 @@ class QdrantBackend:
         self._client = None
 
 
+_FOREIGN_IDS = uuid.UUID("9b1f0c52-5f8e-4a43-9d55-6c0e1f7d2a10")
+
+
 def _point_id(record_id: str) -> str:
-    return str(uuid.UUID(hex=record_id))
+    """The point id of a record: its id read as a UUID (ours are 128-bit hex digests).
+
+    Any other string (a record id from elsewhere, or whatever a caller passes to delete)
+    maps to a name-based UUID of its own, so it can neither fail nor meet one of ours.
+    """
+    try:
+        return str(uuid.UUID(hex=record_id))
+    except ValueError:
+        return str(uuid.uuid5(_FOREIGN_IDS, record_id))
 
 
 def _record(payload: dict[str, Any]) -> MemoryRecord:

@@ -58,6 +58,10 @@ STOPWORDS = frozenset(
 
 #: Verbs that ask *about* memory rather than name its content ("what did I say about X").
 MEMORY_VERBS = frozenset("say said says tell told mention mentioned remember recall".split())
+#: Distinct terms a query looks up at most; the first ones are kept. A pasted page must not
+#: become a query no engine accepts (OpenSearch refuses more than 1,024 clauses) or one that
+#: scans every posting list of the store.
+MAX_QUERY_TERMS = 256
 
 _stemmer = snowballstemmer.stemmer("english")
 
@@ -116,7 +120,8 @@ def segment(text: str) -> str:
 
 
 def query_terms(text: str, *, stem: bool = True) -> list[str]:
-    """Distinct terms to look up for a question, function words dropped when possible.
+    """Distinct terms to look up for a question (at most ``MAX_QUERY_TERMS``, the first),
+    function words dropped when possible.
 
     ``stem=False`` leaves stemming to an engine whose tokenizer stems (FTS5 ``porter``).
     """
@@ -129,7 +134,7 @@ def query_terms(text: str, *, stem: bool = True) -> list[str]:
         else:
             content.extend(_bigrams(run))
     terms = content or fallback
-    return list(dict.fromkeys(terms))
+    return list(dict.fromkeys(terms))[:MAX_QUERY_TERMS]
 
 
 def index_document(text: str) -> str:

@@ -169,6 +169,17 @@ async def test_erase_and_delete_one(memory: LongTermMemory):
     assert await _texts(memory, "app", "u2", "alpha") == ["alpha fact of u2"]
 
 
+@pytest.mark.parametrize("memory_id", ["*", "%", "", " ", "' OR '1'='1", "../", "{}", "a}|@scope:{*", "\\", "中文"])
+async def test_a_hostile_memory_id_deletes_nothing(memory: LongTermMemory, memory_id: str):
+    await memory.add_session_to_memory(make_session(user="u1", turns=[("user", "alpha fact"), ("user", "beta fact")]))
+    try:
+        n = await memory.delete_memory(app_name="app", user_id="u1", memory_id=memory_id)
+    except InvalidInputError:
+        n = 0
+    assert n == 0
+    assert await memory.count(app_name="app", user_id="u1") == 2
+
+
 async def test_data_survives_reopen(open_memory):
     first = open_memory()
     await first.add_session_to_memory(make_session(turns=[("user", "I was born in Porto")]))
@@ -225,6 +236,18 @@ async def test_text_cut_inside_an_emoji_is_repaired_and_ids_that_are_no_unicode_
         await memory.add_session_to_memory(bad_event)
     with pytest.raises(InvalidInputError, match="not valid Unicode"):
         await memory.search_memory(app_name="app", user_id="u1\ud800", query="sunscreen")
+
+
+async def test_a_pasted_page_as_query_is_answered_in_scope(memory: LongTermMemory):
+    """Thousands of distinct words, or one huge token, are a valid query on every engine
+    (OpenSearch alone refuses more than 1,024 clauses), and stay in scope."""
+    await memory.add_session_to_memory(make_session(user="victim", turns=[("user", "victim keeps bees too")]))
+    await memory.add_session_to_memory(make_session(turns=[("user", "I keep bees in the garden"), ("user", "filler words here")]))
+    many = " ".join(f"w{i}x" for i in range(3000))
+    for query in ["bees " + many, "bees " + "z" * 100_000, "bees " + "蜂" * 20_000, "bees " * 3000, many + " bees"]:
+        texts = await _texts(memory, "app", "u1", query)
+        assert set(texts) <= {"I keep bees in the garden", "filler words here"}, query[:40]
+        assert texts or query.startswith("w0x"), query[:40]  # past the first 256 terms, bees may not count
 
 
 async def test_one_megabyte_event_is_stored_whole_or_refused(memory: LongTermMemory):
