@@ -5,7 +5,7 @@ The seam: ``RedisBackend`` implements the backend contract (``base.py``) over Re
 one connection pool per backend. ``RedisLedger`` keeps the ledger in the same Redis, so
 several hosts saving for the same users share one.
 
-Layout, for namespace ``ns = prefix + index + ":"``:
+Layout, for namespace ``ns = prefix + index + ":"`` (``index`` made one key segment by ``_namespace``):
 
 | key                    | type | holds                                               |
 |------------------------|------|-----------------------------------------------------|
@@ -139,6 +139,17 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]
 
 
+def _namespace(index: str) -> str:
+    """``index`` as one key segment: without ``:``, so no index's keys can fall under
+    another's RediSearch PREFIX (index ``a`` indexes ``<prefix>a:m:``, which index ``a:m``
+    would otherwise write under). Names of letters, digits, ``_``, ``-`` and ``.`` stay as
+    they are; any other gets them replaced and a digest of the original appended."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", index)
+    if safe != index:
+        safe += "-" + hashlib.sha256(index.encode()).hexdigest()[:8]
+    return safe
+
+
 #: Python 3.11+ bounds each operation with ``asyncio.timeout`` (cheap); 3.10 falls back to
 #: the client's per-socket timeout, which wraps every send in a task of its own.
 _DEADLINES = sys.version_info >= (3, 11)
@@ -187,7 +198,7 @@ class RedisBackend:
         self._exc = require("redis.exceptions", package="redis", extra="redis", purpose="The redis backend")
         self.url = url
         self.index = index
-        self.ns = f"{prefix}{index}:"
+        self.ns = f"{prefix}{_namespace(index)}:"
         self.index_name = f"{self.ns}idx"
         self.hybrid = Hybrid(**hybrid)
         self.embedder: Optional[Embedder] = self.hybrid.embedder

@@ -211,3 +211,16 @@ async def test_a_server_that_stops_answering_is_a_clear_error_and_no_reply_goes_
         await memory.close()
     finally:
         server.stop()
+
+
+async def test_an_index_name_with_a_colon_cannot_see_another_index(redis_cfg: dict):
+    """Index "a" indexes keys under "<prefix>a:m:"; index "a:m" must not write there."""
+    outer = LongTermMemory(backend="redis", backend_config={**redis_cfg, "index": "a"})
+    inner = LongTermMemory(backend="redis", backend_config={**redis_cfg, "index": "a:m"})
+    await inner.add_session_to_memory(make_session(turns=[("user", "inner index secret")]))
+    await outer.add_session_to_memory(make_session(turns=[("user", "outer index note")]))
+    assert [m.content.parts[0].text for m in (await outer.search_memory(app_name="app", user_id="u1", query="index secret note")).memories] == ["outer index note"]
+    assert [m.content.parts[0].text for m in (await inner.search_memory(app_name="app", user_id="u1", query="index secret note")).memories] == ["inner index secret"]
+    assert inner.backend_instance.ns.count(":") == redis_cfg.get("prefix", "longterm:").count(":") + 1
+    await outer.close()
+    await inner.close()
