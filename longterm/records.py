@@ -41,6 +41,13 @@ def is_valid_unicode(value: str) -> bool:
     return True
 
 
+def check_unicode(kind: str, value: str) -> str:
+    """``value``, or an ``InvalidInputError`` naming ``kind`` when it holds a lone surrogate."""
+    if not is_valid_unicode(value):
+        raise InvalidInputError(f"{kind} {value!r} is not valid Unicode (it holds a lone UTF-16 surrogate).")
+    return value
+
+
 def repair_unicode(value: str) -> str:
     """``value`` with lone surrogates replaced by U+FFFD, and split pairs joined.
 
@@ -73,9 +80,7 @@ def _check_id(kind: str, value: Any) -> str:
         raise InvalidInputError(f"{kind} is {len(value)} characters long; the limit is {MAX_ID_CHARS}.")
     if "\x00" in value:
         raise InvalidInputError(f"{kind} must not contain NUL characters.")
-    if not is_valid_unicode(value):
-        raise InvalidInputError(f"{kind} {value!r} is not valid Unicode (it holds a lone UTF-16 surrogate).")
-    return value
+    return check_unicode(kind, value)
 
 
 class Scope(BaseModel):

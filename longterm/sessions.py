@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import to_jsonable_python
 
 from .errors import InvalidInputError
-from .records import MAX_TIMESTAMP, MIN_TIMESTAMP, is_valid_unicode, repair_unicode
+from .records import MAX_TIMESTAMP, MIN_TIMESTAMP, check_unicode, repair_unicode
 
 
 def _plain(obj: Any) -> Any:
@@ -41,6 +41,15 @@ def _plain(obj: Any) -> Any:
     return obj
 
 
+def _in_range(seconds: float, shown: str) -> float:
+    if not MIN_TIMESTAMP <= seconds <= MAX_TIMESTAMP:  # also False for NaN
+        raise InvalidInputError(
+            f"timestamp {shown} is not a time: give seconds (or milliseconds) since the epoch "
+            "within the years 1 to 9999, or an ISO 8601 string."
+        )
+    return seconds
+
+
 def _timestamp(value: Any) -> float:
     if value is None or value == "":
         return 0.0
@@ -48,18 +57,10 @@ def _timestamp(value: Any) -> float:
         raise InvalidInputError("timestamp must be a number or an ISO 8601 string, not a boolean.")
     if isinstance(value, (int, float)):
         seconds = float(value) / 1000.0 if value > 1e11 else float(value)  # accept milliseconds
-        if not MIN_TIMESTAMP <= seconds <= MAX_TIMESTAMP:  # also False for NaN
-            raise InvalidInputError(
-                f"timestamp {value!r} is not a time: give seconds (or milliseconds) since the epoch "
-                "within the years 1 to 9999, or an ISO 8601 string."
-            )
-        return seconds
+        return _in_range(seconds, repr(value))
     if isinstance(value, datetime):
         dt = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-        seconds = dt.timestamp()
-        if not MIN_TIMESTAMP <= seconds <= MAX_TIMESTAMP:
-            raise InvalidInputError(f"timestamp {value.isoformat()} is outside the years 1 to 9999.")
-        return seconds
+        return _in_range(dt.timestamp(), value.isoformat())
     if isinstance(value, str):
         try:
             return _timestamp(float(value))
@@ -138,9 +139,14 @@ class Event(BaseModel):
             return {"parts": [{"text": v}]}
         return _plain(v)
 
-    @field_validator("id", "author", mode="before")
+    @field_validator("id", mode="before")
     @classmethod
     def _str(cls, v: Any) -> Any:
+        return "" if v is None else str(v)  # ids with lone surrogates are refused by event_ids
+
+    @field_validator("author", mode="before")
+    @classmethod
+    def _author(cls, v: Any) -> Any:
         return "" if v is None else repair_unicode(str(v))
 
     @field_validator("error_code", mode="before")
@@ -202,10 +208,7 @@ def event_ids(raw_events: list[Any]) -> list[str]:
             n = seen.get(base, 0)
             seen[base] = n + 1
             eid = base if n == 0 else f"{base}-{n}"
-        eid = str(eid)
-        if not is_valid_unicode(eid):
-            raise InvalidInputError(f"event id {eid!r} is not valid Unicode (it holds a lone UTF-16 surrogate).")
-        ids.append(eid)
+        ids.append(check_unicode("event id", str(eid)))
     return ids
 
 
@@ -221,9 +224,7 @@ def read_session(obj: Any) -> SessionView:
                 f"session.{name} must be a non-empty string (got {value!r}); "
                 "a session needs id, app_name and user_id."
             )
-        if not is_valid_unicode(value):
-            raise InvalidInputError(f"session.{name} {value!r} is not valid Unicode (it holds a lone UTF-16 surrogate).")
-        fields[name] = value
+        fields[name] = check_unicode(f"session.{name}", value)
     raw_events = _get(obj, "events") or []
     if not isinstance(raw_events, (list, tuple)):
         raise InvalidInputError("session.events must be a list of events.")

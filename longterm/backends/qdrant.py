@@ -8,8 +8,9 @@ default embedded engine is qdrant-edge (``qdrant_edge.py``), chosen by measureme
 
 Why it is shaped so:
 - Point ids are the record ids read as UUIDs (they are 128-bit hex digests; any other
-  string gets a name-based UUID), so upserts stay idempotent; the scope is always a structured payload filter on ``app_name`` and
-  ``user_id`` (keyword-indexed on servers), never string matching.
+  string gets a name-based UUID), so upserts stay idempotent; the scope is always a
+  structured payload filter on ``app_name`` and ``user_id`` (keyword-indexed on servers),
+  never string matching.
 - Full text is a sparse BM25 vector (``retrieval.sparse``: our stemming and CJK bigrams,
   IDF applied by Qdrant's ``Modifier.IDF``), which works the same in local mode and on
   servers. With an embedder, a dense arm joins it; the two are fused client-side
