@@ -25,13 +25,13 @@ from _data import queries, sessions  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from longterm import LongTermMemory, SQLiteLedger  # noqa: E402
+from longterm import LongTermMemory  # noqa: E402
 
 
 
 
 async def run(tmp: Path, name: str, data, qs, **kwargs) -> dict:
-    memory = LongTermMemory(index="bench", ledger=SQLiteLedger(tmp / f"ledger-{name}.db"), **kwargs)
+    memory = LongTermMemory(index="bench", **kwargs)
     return await through_api(memory, data, qs)
 
 

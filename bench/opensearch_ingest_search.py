@@ -28,7 +28,7 @@ from _data import queries, sessions  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from longterm import LongTermMemory, SQLiteLedger  # noqa: E402
+from longterm import LongTermMemory  # noqa: E402
 from longterm.backends.opensearch import ANALYSIS  # noqa: E402
 
 
@@ -62,7 +62,7 @@ async def raw(url: str, data, qs) -> dict:
 
 async def ours(url: str, data, qs, tmp: str) -> dict:
     memory = LongTermMemory(backend="opensearch", backend_config={"url": url, "prefix": f"b{uuid.uuid4().hex[:6]}-", "replicas": 0},
-                            index="bench", ledger=SQLiteLedger(Path(tmp) / f"{uuid.uuid4().hex}.db"))  # fmt: skip
+                            index="bench")
     return await through_api(memory, data, qs)
 
 

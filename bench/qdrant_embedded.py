@@ -29,7 +29,7 @@ from _data import queries, sessions  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from longterm import LongTermMemory, SQLiteLedger  # noqa: E402
+from longterm import LongTermMemory  # noqa: E402
 from longterm.retrieval.sparse import document_vector, query_vector  # noqa: E402
 
 
@@ -45,7 +45,6 @@ def points(data):
 async def ours(tmp: Path, data, qs, engine: str) -> dict:
     memory = LongTermMemory(
         backend="qdrant", backend_config={"path": str(tmp / f"ours-{engine}"), "engine": engine}, index="bench",
-        ledger=SQLiteLedger(tmp / f"ledger-{engine}.db"),  # each engine saves everything itself
     )
     return await through_api(memory, data, qs)
 

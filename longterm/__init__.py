@@ -9,7 +9,7 @@ from .errors import (
     LongTermMemoryError,
     MissingDependencyError,
 )
-from .ledger import Ledger, MemoryLedger, SQLiteLedger
+from .core.ledger import Ledger, MemoryLedger
 from .memory import LongTermMemory, SaveResult
 from .policies import MemoryAutoSavePolicy, MemoryEventType
 from .records import Hit, MemoryRecord, Scope, record_id
@@ -36,7 +36,6 @@ __all__ = [
     "MemoryRecord",
     "MissingDependencyError",
     "Part",
-    "SQLiteLedger",
     "SaveResult",
     "Scope",
     "SearchMemoryResponse",

@@ -1,38 +1,65 @@
-"""A SQLite connection owned by one worker thread, driven from asyncio.
+"""SQLite connections for longterm's files: opened safely by many processes at once.
 
-The seam: ``SQLiteWorker(path, schema).run(fn, *args)`` runs ``fn(conn, *args)`` on the
-worker's thread and awaits it, so the event loop never blocks on disk or locks.
+The seam: ``connect(path, schema)`` returns a connection in WAL mode with the schema in
+place; ``write_transaction(conn)`` wraps a write; ``SQLITE_RULES`` maps SQLite's errors to
+ours (``core.errors``). Callers keep a connection to one thread at a time (an engine's
+worker, or a lock).
 
-Why one thread per file: a sqlite3 connection must not be used from two threads at
-once, and SQLite serialises writers anyway. Several processes share the file safely
-through WAL mode and the busy timeout below; writes take ``BEGIN IMMEDIATE`` so two
-writers queue instead of failing half-way through a transaction.
+Why the open is retried: switching a new file to WAL takes an exclusive lock that
+SQLite's busy handler does not wait for, so several processes opening a store that does
+not exist yet failed at once with "database is locked". The whole open (pragmas and
+schema) is retried with backoff for up to the busy timeout. Writes take ``BEGIN
+IMMEDIATE`` so two writers queue instead of failing half-way through a transaction.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
+import random
 import sqlite3
-from concurrent.futures import ThreadPoolExecutor
+import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
 
+from .core.errors import Rule
 from .errors import BackendError, BackendUnavailableError, ConfigurationError
 
-T = TypeVar("T")
-
-#: How long a writer waits for another process's transaction before giving up.
+#: How long a writer (or an opener) waits for another process before giving up.
 BUSY_TIMEOUT_MS = 30_000
 
 PRAGMAS = (
+    f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}",
     "PRAGMA journal_mode=WAL",
     "PRAGMA synchronous=NORMAL",
-    f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}",
     "PRAGMA foreign_keys=ON",
     "PRAGMA temp_store=MEMORY",
+)
+
+SQLITE_RULES = (
+    Rule(
+        lambda e: isinstance(e, sqlite3.OperationalError) and ("locked" in str(e) or "busy" in str(e)),
+        BackendUnavailableError,
+        f"Another process held the file locked for {BUSY_TIMEOUT_MS // 1000} s; retry, or look for a stuck writer.",
+    ),
+    Rule(
+        "disk is full",
+        BackendUnavailableError,
+        "Free some disk space; nothing of this operation was saved, and the next save retries it.",
+    ),
+    Rule(
+        lambda e: isinstance(e, sqlite3.DatabaseError)
+        and any(s in str(e) for s in ("malformed", "not a database", "encrypted", "corrupt")),
+        BackendError,
+        "The file is damaged or is not a longterm store. Restore it from a backup, or move it aside to start "
+        "a new store (`longterm export` reads what is still readable).",
+    ),
+    Rule(
+        lambda e: isinstance(e, sqlite3.OperationalError)
+        and any(s in str(e) for s in ("unable to open", "readonly", "read-only")),
+        ConfigurationError,
+        "Choose a writable path (backend_config={'path': ...} or LONGTERM_HOME).",
+    ),
 )
 
 
@@ -40,8 +67,43 @@ def ensure_private_dir(path: Path) -> None:
     """Create ``path``'s parent directory readable by its owner only (memories are personal)."""
     parent = path.parent
     if not parent.exists():
-        parent.mkdir(parents=True, mode=0o700, exist_ok=True)
-        os.chmod(parent, 0o700)
+        try:
+            parent.mkdir(parents=True, mode=0o700, exist_ok=True)
+            os.chmod(parent, 0o700)
+        except OSError as exc:
+            raise ConfigurationError(
+                f"cannot create the directory for {path}: {exc.strerror}; "
+                "choose a writable path (backend_config={'path': ...} or LONGTERM_HOME)."
+            ) from exc
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+def connect(path: str | Path, schema: str) -> sqlite3.Connection:
+    """Open ``path`` (created owner-only), switch it to WAL and create ``schema``."""
+    path = Path(path).expanduser()
+    if str(path) != ":memory:":
+        ensure_private_dir(path)
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    delay = 0.005
+    while True:
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+        try:
+            for pragma in PRAGMAS:
+                conn.execute(pragma)
+            conn.executescript(f"BEGIN IMMEDIATE;\n{schema}\nCOMMIT;")
+            return conn
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            if not _busy(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay * (1 + random.random()))
+            delay = min(delay * 2, 0.25)
+        except BaseException:
+            conn.close()
+            raise
 
 
 @contextmanager
@@ -50,76 +112,8 @@ def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     try:
         yield conn
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         raise
     else:
         conn.execute("COMMIT")
-
-
-class SQLiteWorker:
-    def __init__(self, path: str | Path, schema: str) -> None:
-        self.path = Path(path).expanduser()
-        self._schema = schema
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="longterm-sqlite")
-        self._conn: sqlite3.Connection | None = None
-        self._closed = False
-
-    def _connect(self) -> sqlite3.Connection:
-        if self._conn is None:
-            if str(self.path) != ":memory:":
-                try:
-                    ensure_private_dir(self.path)
-                except OSError as exc:
-                    raise ConfigurationError(
-                        f"cannot create the directory for {self.path}: {exc.strerror}; "
-                        "choose a writable path (backend_config={'path': ...} or LONGTERM_HOME)."
-                    ) from exc
-            try:
-                conn = sqlite3.connect(
-                    str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
-                )
-                for pragma in PRAGMAS:
-                    conn.execute(pragma)
-                conn.executescript(f"BEGIN IMMEDIATE;\n{self._schema}\nCOMMIT;")
-            except sqlite3.DatabaseError as exc:
-                raise BackendUnavailableError(
-                    f"cannot open the SQLite store {self.path}: {exc}. Check that the path is a "
-                    "longterm database on a local disk and that no other program holds it locked."
-                ) from exc
-            self._conn = conn
-        return self._conn
-
-    def _call(self, fn: Callable[..., T], *args: Any) -> T:
-        if self._closed:
-            raise BackendError(f"the SQLite store {self.path} is closed.")
-        conn = self._connect()
-        try:
-            return fn(conn, *args)
-        except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                raise BackendUnavailableError(
-                    f"the SQLite store {self.path} stayed locked by another process for "
-                    f"{BUSY_TIMEOUT_MS // 1000} s; retry, or check for a stuck writer."
-                ) from exc
-            raise BackendError(f"SQLite error on {self.path}: {exc}") from exc
-
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, partial(self._call, fn, *args))
-
-    def run_sync(self, fn: Callable[..., T], *args: Any) -> T:
-        return self._executor.submit(self._call, fn, *args).result()
-
-    async def close(self) -> None:
-        if self._closed:
-            return
-
-        def _close(_conn: Any = None) -> None:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._executor, _close)
-        self._closed = True
-        self._executor.shutdown(wait=False)

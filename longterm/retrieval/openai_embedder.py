@@ -4,7 +4,9 @@ The seam: ``OpenAIEmbedder(model=, base_url=, api_key=, dim=)`` implements ``Emb
 Base URL and key come from the arguments, else ``LONGTERM_EMBEDDING_BASE_URL`` /
 ``LONGTERM_EMBEDDING_API_KEY``, else ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``.
 
-Why it is shaped so: batches keep request counts low; 429 and 5xx are retried with
+Why it is shaped so: ``embed`` is blocking, like every embedder: the engine core runs it
+off the event loop, so one ``httpx.Client`` (thread-safe, bound to no loop) serves every
+caller and is closed with the memory. Batches keep request counts low; 429 and 5xx are retried with
 exponential backoff (honouring ``Retry-After``) because rate limits are routine; any
 other 4xx is the caller's mistake (bad key, unknown model) and fails at once with the
 server's message, never as an empty result.
@@ -12,7 +14,8 @@ server's message, never as an empty result.
 
 from __future__ import annotations
 
-import asyncio
+import threading
+import time
 from collections.abc import Sequence
 from typing import Any, Optional
 
@@ -50,6 +53,7 @@ class OpenAIEmbedder:
         self._dim = dim
         self.id = f"openai-{model}" + (f"-{dim}" if dim else "")
         self._client: Any = None
+        self._lock = threading.Lock()
 
     @property
     def dim(self) -> int:
@@ -60,9 +64,14 @@ class OpenAIEmbedder:
             )
         return self._dim
 
-    async def _post(self, batch: list[str]) -> list[list[float]]:
-        if self._client is None:
-            self._client = self._httpx.AsyncClient(timeout=self.timeout)
+    def _http(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                self._client = self._httpx.Client(timeout=self.timeout)
+            return self._client
+
+    def _post(self, batch: list[str]) -> list[list[float]]:
+        client = self._http()
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         body: dict[str, Any] = {"model": self.model, "input": batch}
         if self._dim:
@@ -71,7 +80,7 @@ class OpenAIEmbedder:
         delay = 0.5
         for attempt in range(self.max_retries + 1):
             try:
-                resp = await self._client.post(url, json=body, headers=headers)
+                resp = client.post(url, json=body, headers=headers)
             except self._httpx.TransportError as exc:
                 if attempt == self.max_retries:
                     raise BackendUnavailableError(f"cannot reach the embedding service at {url}: {exc}") from exc
@@ -88,15 +97,15 @@ class OpenAIEmbedder:
                 retry_after = resp.headers.get("retry-after")
                 if retry_after and retry_after.replace(".", "", 1).isdigit():
                     delay = max(delay, float(retry_after))
-            await asyncio.sleep(delay)
+            time.sleep(delay)
             delay = min(delay * 2, 30.0)
         raise AssertionError("unreachable")
 
-    async def embed(self, texts: Sequence[str], *, kind: Kind = "passage") -> np.ndarray:
+    def embed(self, texts: Sequence[str], *, kind: Kind = "passage") -> np.ndarray:
         prefix = self._prefix[kind]
         out: list[list[float]] = []
         for i in range(0, len(texts), self.batch_size):
-            out.extend(await self._post([prefix + t for t in texts[i : i + self.batch_size]]))
+            out.extend(self._post([prefix + t for t in texts[i : i + self.batch_size]]))
         if not out:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
         arr = normalize(np.asarray(out, dtype=np.float32))
@@ -106,6 +115,8 @@ class OpenAIEmbedder:
             raise BackendError(f"the embedding service returned {arr.shape[1]} dimensions, expected {self._dim}.")
         return arr
 
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None

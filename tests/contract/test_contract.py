@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from longterm import InvalidInputError, LongTermMemory, MemoryRecord, Scope, record_id
-from longterm.backends import registry
+from longterm.core import registry
 from tests.conftest import make_session
 from tests.contract._writer import REFUSED
 from tests.services import PROVIDERS

@@ -17,7 +17,7 @@ from longterm.retrieval.openai_embedder import OpenAIEmbedder
 
 async def test_hashing_is_deterministic_and_normalised():
     e = HashingEmbedder(64)
-    a = await e.embed(["I love hiking", "I love hiking", "taxes are due"])
+    a = e.embed(["I love hiking", "I love hiking", "taxes are due"])
     assert a.shape == (3, 64) and a.dtype == np.float32
     assert np.allclose(np.linalg.norm(a, axis=1), 1.0)
     assert np.allclose(a[0], a[1]) and float(a[0] @ a[2]) < 0.5
@@ -27,12 +27,12 @@ async def test_hashing_is_deterministic_and_normalised():
 async def test_offline_models_embed_meaning(name: str, dim: int):
     e = resolve_embedder(name)
     assert isinstance(e, Embedder) and e.dim == dim and e.id
-    docs = await e.embed(["My dog loves to play fetch in the park", "The quarterly tax report is due on Friday", "我喜欢吃北京烤鸭"])
-    q = await e.embed(["What games does my puppy like?"], kind="query")
+    docs = e.embed(["My dog loves to play fetch in the park", "The quarterly tax report is due on Friday", "我喜欢吃北京烤鸭"])
+    q = e.embed(["What games does my puppy like?"], kind="query")
     assert docs.shape == (3, dim)
     sims = docs @ q[0]
     assert sims[0] > sims[1]
-    zh = await e.embed(["烤鸭很好吃"], kind="query")
+    zh = e.embed(["烤鸭很好吃"], kind="query")
     assert int(np.argmax(docs @ zh[0])) == 2
 
 
@@ -77,7 +77,7 @@ def scripted_service():
 
 async def test_openai_batches_and_authenticates(scripted_service: str):
     e = OpenAIEmbedder("m1", base_url=scripted_service, api_key="k", batch_size=2, dim=3)
-    out = await e.embed(["a", "bb", "ccc"])
+    out = e.embed(["a", "bb", "ccc"])
     assert out.shape == (3, 3) and np.allclose(np.linalg.norm(out, axis=1), 1)
     assert [len(r[2]["input"]) for r in _Script.requests] == [2, 1]
     assert all(r[0] == "/v1/embeddings" and r[1] == "Bearer k" for r in _Script.requests)
@@ -86,7 +86,7 @@ async def test_openai_batches_and_authenticates(scripted_service: str):
 async def test_openai_retries_429_and_5xx(scripted_service: str):
     _Script.replies = [(429, {"error": "slow down"}, {"Retry-After": "0"}), (503, {"error": "busy"}, {})]
     e = OpenAIEmbedder("m1", base_url=scripted_service, api_key="k", dim=3)
-    out = await e.embed(["hello"])
+    out = e.embed(["hello"])
     assert out.shape == (1, 3) and len(_Script.requests) == 3
 
 
@@ -94,7 +94,7 @@ async def test_openai_4xx_is_a_clear_error(scripted_service: str):
     _Script.replies = [(401, {"error": {"message": "Incorrect API key"}}, {})]
     e = OpenAIEmbedder("m1", base_url=scripted_service, api_key="bad", dim=3)
     with pytest.raises(BackendError, match="answered 401.*Incorrect API key.*LONGTERM_EMBEDDING_API_KEY"):
-        await e.embed(["hello"])
+        e.embed(["hello"])
     assert len(_Script.requests) == 1
 
 

@@ -22,7 +22,7 @@ class SynonymEmbedder:
     id = "synonyms-test"
     dim = 8
 
-    async def embed(self, texts, *, kind="passage"):
+    def embed(self, texts, *, kind="passage"):
         out = np.full((len(texts), self.dim), 0.01, dtype=np.float32)
         for i, t in enumerate(texts):
             for word, axis in SYNONYMS.items():
@@ -68,10 +68,10 @@ async def test_another_embedder_is_refused(tmp_path: Path):
 
 async def test_query_embedding_failure_degrades_visibly(tmp_path: Path):
     class Flaky(HashingEmbedder):
-        async def embed(self, texts, *, kind="passage"):
+        def embed(self, texts, *, kind="passage"):
             if kind == "query":
                 raise TimeoutError("model server timed out")
-            return await super().embed(texts, kind=kind)
+            return super().embed(texts, kind=kind)
 
     m = LongTermMemory(backend_config={"path": str(tmp_path / "m.db")}, embedder=Flaky(64))
     await m.add_session_to_memory(make_session(turns=[("user", "bees make honey")]))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from longterm import (
-    BackendError,
+    BackendUnavailableError,
     ConfigurationError,
     InvalidInputError,
     LongTermMemory,
@@ -35,11 +35,17 @@ class FlakyBackend(LocalBackend):
         self.down = False
         self.written: list[str] = []
 
-    async def upsert(self, records):
+    def _write(self, records, vectors):
         if self.down:
             raise ConnectionError("engine unreachable")
         self.written.extend(r.id for r in records)
-        await super().upsert(records)
+        super()._write(records, vectors)
+
+    def _commit(self, records, vectors, scope, session_id, event_ids):
+        if self.down:
+            raise ConnectionError("engine unreachable")
+        self.written.extend(r.id for r in records)
+        super()._commit(records, vectors, scope, session_id, event_ids)
 
 
 async def test_failed_save_raises_keeps_ledger_and_retries_exactly_once(tmp_path: Path):
@@ -48,7 +54,7 @@ async def test_failed_save_raises_keeps_ledger_and_retries_exactly_once(tmp_path
     s = make_session(turns=[("user", f"fact {i}") for i in range(10)])
     await memory.add_session_to_memory(make_session("first", turns=[("user", "before the outage")]))
     backend.down = True
-    with pytest.raises(BackendError, match="saving memories failed on backend 'local'.*engine unreachable"):
+    with pytest.raises(BackendUnavailableError, match="cannot reach local at .* while saving memories: ConnectionError: engine unreachable"):
         await memory.add_session_to_memory(s)
     assert await memory._ledger.saved(Scope(app_name="app", user_id="u1"), "s1") == set()
     s["events"].append({"id": "late", "author": "user", "content": {"role": "user", "parts": [{"text": "fact late"}]}})
@@ -125,12 +131,18 @@ async def test_add_events_and_add_memory():
     await memory.close()
 
 
-async def test_erase_forgets_the_ledger_too():
+async def test_what_a_user_erased_stays_erased_while_new_events_are_saved():
     memory = LongTermMemory()
     s = make_session(turns=[("user", "remember me")])
     await memory.add_session_to_memory(s)
     await memory.delete_memory(app_name="app", user_id="u1")
+    assert (await memory.add_session_to_memory(s)).saved == 0  # the live session does not bring it back
+    assert await memory.count(app_name="app", user_id="u1") == 0
+    s["events"].append({"id": "new", "author": "user", "content": {"role": "user", "parts": [{"text": "a new thing"}]}})
     assert (await memory.add_session_to_memory(s)).saved == 1
+    # bringing erased events back is explicit
+    assert (await memory.add_session_to_memory(s, reconsider=True)).saved == 2
+    assert await memory.count(app_name="app", user_id="u1") == 2
     await memory.close()
 
 

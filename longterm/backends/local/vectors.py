@@ -31,8 +31,6 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import ConfigurationError
-
 try:  # optional: SIMD int8 scans for large scopes (the ``embeddings`` extra)
     import simsimd as _simsimd
 except ImportError:  # pragma: no cover - exercised when the extra is absent
@@ -43,10 +41,6 @@ CREATE TABLE IF NOT EXISTS vectors (
     rowid     INTEGER PRIMARY KEY REFERENCES memories (rowid) ON DELETE CASCADE,
     embedding BLOB NOT NULL
 );
-CREATE TABLE IF NOT EXISTS store_meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS scope_versions (
     index_name TEXT NOT NULL,
     app_name   TEXT NOT NULL,
@@ -134,9 +128,8 @@ class ScopeVectors:
 
 
 class VectorStore:
-    def __init__(self, index: str, embedder_id: str, dim: int) -> None:
+    def __init__(self, index: str, dim: int) -> None:
         self.index = index
-        self.embedder_id = embedder_id
         self.dim = dim
         self._cache: OrderedDict[tuple[str, str], tuple[int, ScopeVectors]] = OrderedDict()
         self._lock = threading.Lock()
@@ -166,25 +159,8 @@ class VectorStore:
         if scanner is not None:
             scanner.shutdown(wait=True)
 
-    def check(self, conn: sqlite3.Connection) -> None:
-        """Remember the embedder on first use; refuse another one later."""
-        key = f"embedder:{self.index}"
-        row = conn.execute("SELECT value FROM store_meta WHERE key = ?", (key,)).fetchone()
-        want = f"{self.embedder_id}|{self.dim}"
-        if row is None:
-            conn.execute("INSERT OR IGNORE INTO store_meta (key, value) VALUES (?, ?)", (key, want))
-        elif row[0] != want:
-            raise ConfigurationError(
-                f"the local store's index {self.index!r} holds vectors of embedder {row[0].split('|')[0]!r}, "
-                f"not of {self.embedder_id!r}. Vectors of different embedders never mix: use another "
-                "index or path for this embedder, or keep the embedder the store was built with."
-            )
-
     def write(self, conn: sqlite3.Connection, ids: list[str], vectors: np.ndarray) -> None:
         conn.executemany(PUT_VECTOR, [(vectors[i].astype(np.float32).tobytes(), self.index, rid) for i, rid in enumerate(ids)])
-
-    def bump(self, conn: sqlite3.Connection, scopes: set[tuple[str, str]]) -> None:
-        conn.executemany(BUMP_VERSION, [(self.index, a, u) for a, u in scopes])
 
     def matrix(self, conn: sqlite3.Connection, app: str, user: str) -> ScopeVectors:
         """The scope's vectors, from the cache while the scope's version holds."""

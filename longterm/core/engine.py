@@ -1,0 +1,356 @@
+"""The engine core: what every storage engine shares, written once.
+
+The seam: an engine subclasses ``Engine`` and implements a few **blocking primitives**
+(``_open``, ``_write``, ``_fulltext``, ``_nearest``, ``_remove``, ``_count``, ``_page``,
+``_close``, ``_meta_get``/``_meta_set``, and where it can, its ledger storage
+``_ledger_saved``/``_ledger_mark``). The core turns them into the async backend contract
+(``upsert``, ``save``, ``search``, ``delete``, ``count``, ``scan``, ``close``, and the
+ledger's ``saved``/``mark_saved``) and owns, once for every engine:
+
+- **one concurrency model**: primitives run on the engine's own worker threads (one for
+  an embedded store, a pool for a server), so any event loop, the sync wrappers and
+  several threads with their own loops can share one memory; no client is ever bound to
+  a loop, and the event loop never blocks on I/O or CPU work;
+- **deadlines**: with ``timeout`` set, a caller waits at most that long for any one
+  operation (preparing the engine included), then gets a ``BackendUnavailableError``;
+- **preparing**: ``_open`` runs once before the first operation, and again when an error
+  rule says the engine lost its schema (a server restarted empty);
+- **embeddings** off the loop and batched, **hybrid fusion**, and **visible degradation**
+  (a failed vector arm answers from full text and says so in every hit);
+- **the embedder identity check**: a store remembers which embedder wrote its vectors and
+  refuses another, the same on every engine. Opened without an embedder, any store
+  answers from full text; a store made without vectors and opened with an embedder
+  answers from full text too, saying so in every hit (``longterm migrate`` into a new
+  index adds the vectors);
+- **error classification**: each engine lists ``Rule``s (``core.errors``); only
+  ``LongTermMemoryError``s leave the core.
+
+Why so (kombu's virtual transport is the model): five engines wrote this machinery five
+times and drifted; a primitive is small enough for a stranger to implement and test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+
+from ..errors import BackendError, BackendUnavailableError, ConfigurationError, LongTermMemoryError
+from ..records import Hit, MemoryRecord, Scope
+from ..retrieval.embedders import Embedder
+from ..retrieval.hybrid import Hybrid
+from ..retrieval.text import query_terms
+from .errors import Rule, translate
+
+log = logging.getLogger("longterm.core")
+
+T = TypeVar("T")
+
+#: Texts embedded per call: bounds memory and lets a long save interleave with searches.
+EMBED_BATCH = 64
+#: Meta key under which a store remembers the embedder that wrote its vectors.
+EMBEDDER_KEY = "embedder"
+
+#: Embedding runs here, apart from the engines' threads: a model busy with a long save
+#: must not hold up an engine's searches. Embedders are thread-safe (see retrieval.embedders).
+_EMBED_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="longterm-embed")
+
+
+@dataclass(frozen=True)
+class Query:
+    """A search's text and its terms (``retrieval.text.query_terms``, unstemmed: letters and
+    digits only, at most 256), computed once for every arm."""
+
+    text: str
+    terms: list[str]
+
+
+class Engine:
+    """Base of every built-in engine; see the module docstring for the division of work."""
+
+    name: ClassVar[str] = ""
+    #: What to do when the engine cannot be reached (appended to the error).
+    unreachable: ClassVar[str] = "Check that it is running and reachable."
+
+    def __init__(
+        self,
+        *,
+        where: str,
+        store_id: str,
+        workers: int = 1,
+        timeout: float | None = None,
+        **hybrid: Any,
+    ) -> None:
+        self.where = where
+        """Where the store is, for messages (never a password)."""
+        self.store_id = store_id
+        """The store's identity (engine, location, index): what a ledger belongs to."""
+        self.timeout = timeout
+        self.hybrid = Hybrid(**hybrid)
+        self.embedder: Embedder | None = self.hybrid.embedder
+        self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix=f"longterm-{self.name}")
+        self._prepare_lock = threading.Lock()
+        self._prepared = False
+        self._closed = False
+        self.vectors_off: str | None = None
+        """Why this store answers from full text although an embedder is configured."""
+
+    # -- primitives: blocking, run on the engine's threads ------------------------------------
+
+    def _open(self) -> None:
+        """Connect and create what is missing (schema, index, collection). Idempotent."""
+
+    def _write(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None) -> None:
+        """Insert or replace ``records`` by id (``vectors[i]`` is record i's, when embedding);
+        return once the engine confirmed the write."""
+        raise NotImplementedError
+
+    def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:
+        """The scope's ``k`` best records for ``query.terms`` (BM25), best first."""
+        raise NotImplementedError
+
+    def _nearest(self, scope: Scope, vector: np.ndarray, k: int) -> list[tuple[MemoryRecord, float]]:
+        """The scope's ``k`` records nearest to ``vector`` (cosine), best first."""
+        raise BackendError(f"the {self.name} engine has no vector search.")
+
+    def _remove(self, scope: Scope, ids: Sequence[str] | None) -> int:
+        """Delete ``ids`` of ``scope`` (all of the scope's records when None); how many went."""
+        raise NotImplementedError
+
+    def _count(self, scope: Scope) -> int:
+        raise NotImplementedError
+
+    def _page(self, scope: Scope, cursor: Any, size: int) -> tuple[list[MemoryRecord], Any]:
+        """One page of the scope's records from ``cursor`` (None: the start), and the next
+        cursor (None: done). Every record exactly once, in an order of the engine's choosing."""
+        raise NotImplementedError
+
+    def _meta_get(self, key: str) -> str | None:
+        """A value the store keeps about itself (e.g. which embedder wrote it)."""
+        raise NotImplementedError
+
+    def _meta_set(self, key: str, value: str) -> None:
+        raise NotImplementedError
+
+    def _ledger_saved(self, scope: Scope, session_id: str) -> set[str]:
+        """The event ids of this session the store has handled (its ledger)."""
+        raise NotImplementedError
+
+    def _ledger_mark(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
+        raise NotImplementedError
+
+    def _commit(
+        self,
+        records: Sequence[MemoryRecord],
+        vectors: np.ndarray | None,
+        scope: Scope,
+        session_id: str,
+        event_ids: Sequence[str],
+    ) -> None:
+        """A save: the records, then (after the engine confirmed them) the ledger. An engine
+        that can do both in one transaction overrides this."""
+        if records:
+            self._write(records, vectors)
+        if event_ids:
+            self._ledger_mark(scope, session_id, event_ids)
+
+    def _search(self, scope: Scope, query: Query, vector: np.ndarray | None, k: int, degraded: str | None) -> list[Hit]:
+        """Hybrid search: both arms, fused. An engine that fuses natively overrides this."""
+        depth = self.hybrid.depth(k)
+        text = self._fulltext(scope, query, depth)
+        near: list[tuple[MemoryRecord, float]] = []
+        if vector is not None:
+            try:
+                near = self._nearest(scope, vector, depth)
+            except Exception as exc:  # degrade visibly: full text still answers
+                err, _ = self._translate(exc, "searching by vector")
+                degraded = f"vector search failed ({err}); results are full text only"
+                log.warning("%s %s: %s", self.name, self.where, degraded)
+        by_id = {rec.id: rec for rec, _ in (*text, *near)}
+        fused = self.hybrid.fuse(
+            {"fulltext": [(r.id, s) for r, s in text], "vector": [(r.id, s) for r, s in near]}
+        )
+        extra = {"degraded": degraded} if degraded else {}
+        return [Hit(record=by_id[i], score=s, arms=a, extra=extra) for i, s, a in fused[:k]]
+
+    def _close(self) -> None:
+        """Release connections and locks."""
+
+    def _rules(self) -> Sequence[Rule]:
+        """This engine's error table (see ``core.errors``)."""
+        return ()
+
+    # -- machinery -------------------------------------------------------------------------
+
+    def _translate(self, exc: BaseException, what: str) -> tuple[LongTermMemoryError, bool]:
+        return translate(
+            exc, self._rules(), engine=self.name, where=self.where, what=what, unreachable=self.unreachable
+        )
+
+    def _prepare(self) -> None:
+        with self._prepare_lock:
+            if self._prepared:
+                return
+            self._open()
+            want = self.embedder.id if self.embedder is not None else ""
+            have = self._meta_get(EMBEDDER_KEY)
+            if have is None:
+                self._meta_set(EMBEDDER_KEY, want)
+            elif want and not have:
+                self.vectors_off = (
+                    f"this store was made without an embedder, so it holds no vectors for {want!r}; results are "
+                    "full text only. `longterm migrate` into a new index adds the vectors"
+                )
+                log.warning("%s %s: %s", self.name, self.where, self.vectors_off)
+            elif want and have != want:
+                raise ConfigurationError(
+                    f"the {self.name} store at {self.where} was written with {have or 'no embedder'!r}, but this "
+                    f"memory is configured with {want or 'no embedder'!r}. Vectors of different embedders never "
+                    "mix: configure the embedder the store was made with, or use another index (or erase it)."
+                )
+            self._prepared = True
+
+    def _call(self, what: str, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        for attempt in (0, 1):
+            if self._closed:
+                raise BackendError(f"the {self.name} store at {self.where} is closed; open a new LongTermMemory.")
+            try:
+                self._prepare()
+                return fn(*args)
+            except Exception as exc:
+                err, reopen = self._translate(exc, what)
+                if reopen and attempt == 0:
+                    log.warning("%s %s: %s; preparing the store again and retrying once", self.name, self.where, err)
+                    with self._prepare_lock:
+                        self._prepared = False
+                    continue
+                if err is exc:
+                    raise
+                raise err from exc
+        raise AssertionError("unreachable")
+
+    async def _run(self, what: str, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on the engine's threads, awaited from any loop, within the deadline."""
+        future = asyncio.wrap_future(self._pool.submit(self._call, what, fn, args))
+        if self.timeout is None:
+            return await future
+        try:
+            return await asyncio.wait_for(future, self.timeout)
+        except asyncio.TimeoutError:
+            raise BackendUnavailableError(
+                f"{self.name} at {self.where} did not answer within {self.timeout:g} s while {what}. Check that it "
+                "is up and not overloaded, or raise backend_config['timeout']."
+            ) from None
+
+    async def _embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
+        assert self.embedder is not None
+        embed = self.embedder.embed
+        loop = asyncio.get_running_loop()
+        parts = [
+            await loop.run_in_executor(_EMBED_POOL, lambda b=list(texts[i : i + EMBED_BATCH]): embed(b, kind=kind))
+            for i in range(0, len(texts), EMBED_BATCH)
+        ]
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+    async def _ready(self) -> None:
+        """Prepare the store now (within the deadline), when what comes next depends on it."""
+        if not self._prepared:
+            await self._run("opening the store", lambda: None)
+
+    async def _passages(self, records: Sequence[MemoryRecord]) -> np.ndarray | None:
+        if self.embedder is None or not records:
+            return None
+        await self._ready()
+        if self.vectors_off:
+            return None
+        try:
+            return await self._embed([r.text for r in records], "passage")
+        except LongTermMemoryError:
+            raise
+        except Exception as exc:
+            raise BackendError(
+                f"embedding {len(records)} memories with {self.embedder.id!r} failed: {type(exc).__name__}: {exc}. "
+                "Nothing was saved; the next save retries them."
+            ) from exc
+
+    # -- the backend contract (what the facade calls) ------------------------------------
+
+    async def upsert(self, records: Sequence[MemoryRecord]) -> None:
+        """Insert or replace ``records`` by id; return once the engine confirmed it."""
+        if records:
+            vectors = await self._passages(records)
+            await self._run("saving memories", self._write, list(records), vectors)
+
+    async def save(
+        self, records: Sequence[MemoryRecord], scope: Scope, session_id: str, event_ids: Sequence[str]
+    ) -> None:
+        """Write ``records`` and then mark ``event_ids`` handled in this store's ledger."""
+        vectors = await self._passages(records)
+        await self._run("saving memories", self._commit, list(records), vectors, scope, session_id, list(event_ids))
+
+    async def search(self, scope: Scope, query: str, top_k: int) -> list[Hit]:
+        """The scope's records best matching ``query``, best first, at most ``top_k``."""
+        terms = query_terms(query, stem=False)
+        if not terms:
+            return []
+        q = Query(query, terms)
+        if self.embedder is not None:
+            await self._ready()
+        if self.embedder is None or self.vectors_off:
+            rows = await self._run("searching", self._fulltext, scope, q, top_k)
+            extra = {"degraded": self.vectors_off} if self.vectors_off else {}
+            return [Hit(record=rec, score=s, arms={"fulltext": s}, extra=extra) for rec, s in rows[:top_k]]
+        vector: np.ndarray | None = None
+        degraded = None
+        try:
+            vector = (await self._embed([query], "query"))[0]
+        except Exception as exc:  # degrade visibly: full text still answers
+            degraded = f"query embedding failed ({type(exc).__name__}: {exc}); results are full text only"
+            log.warning("%s %s: %s", self.name, self.where, degraded)
+        return await self._run("searching", self._search, scope, q, vector, top_k, degraded)
+
+    async def delete(self, scope: Scope, ids: Sequence[str] | None = None) -> int:
+        """Delete ``ids`` (or every record of ``scope`` when None); return how many."""
+        return await self._run("deleting memories", self._remove, scope, None if ids is None else list(ids))
+
+    async def count(self, scope: Scope) -> int:
+        return await self._run("counting memories", self._count, scope)
+
+    async def scan(self, scope: Scope, batch_size: int = 500) -> AsyncIterator[MemoryRecord]:
+        """Every record of ``scope``, each exactly once."""
+        cursor: Any = None
+        while True:
+            records, cursor = await self._run("reading memories", self._page, scope, cursor, batch_size)
+            for rec in records:
+                yield rec
+            if cursor is None:
+                return
+
+    async def saved(self, scope: Scope, session_id: str) -> set[str]:
+        """The ledger: event ids of this session already handled by this store."""
+        return await self._run("reading the ledger", self._ledger_saved, scope, session_id)
+
+    async def mark_saved(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
+        if event_ids:
+            await self._run("writing the ledger", self._ledger_mark, scope, session_id, list(event_ids))
+
+    async def close(self) -> None:
+        """Release the engine; a second close does nothing."""
+        if self._closed:
+            return
+        try:
+            await asyncio.wrap_future(self._pool.submit(self._close))
+        except Exception:  # closing: nothing left to release, but say what happened
+            log.debug("closing %s %s", self.name, self.where, exc_info=True)
+        finally:
+            self._closed = True
+            self._pool.shutdown(wait=False)
+            close = getattr(self.embedder, "close", None)
+            if callable(close):
+                close()
