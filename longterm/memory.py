@@ -312,20 +312,29 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         backend = self.backend_name  # one lookup per search: pydantic's private attributes are slow
         return SearchMemoryResponse(memories=[self._entry(h, backend) for h in hits])
 
-    async def delete_memory(self, *, app_name: str, user_id: str, memory_id: Optional[str] = None) -> int:
-        """Delete one memory by id, or (no id) erase every memory of that user in that app.
+    async def delete_memory(
+        self, *, app_name: str, user_id: str, memory_id: Optional[str] = None, session_id: Optional[str] = None
+    ) -> int:
+        """Delete one memory by id, one session's memories (``session_id``), or (neither) erase
+        every memory of that user in that app; return how many were deleted.
 
         What is erased stays erased: the ledger keeps the events as handled, so saving a
         session that is still live writes only its new events (``reconsider=True`` on a
         save brings a session's events back explicitly).
         """
         scope = self._scope(app_name, user_id)
+        if memory_id is not None and session_id is not None:
+            raise InvalidInputError("pass memory_id or session_id, not both.")
         if memory_id is not None and not isinstance(memory_id, str):
             raise InvalidInputError(f"memory_id must be a string, got {type(memory_id).__name__}.")
+        if session_id is not None:
+            check_id("session_id", session_id)
         async with self._engine("deleting memories"):
-            if memory_id is None:
-                return await self._backend.delete(scope)
-            return await self._backend.delete(scope, [memory_id])
+            if memory_id is not None:
+                return await self._backend.delete(scope, [memory_id])
+            if session_id is not None:
+                return await self._backend.delete(scope, session_id=session_id)
+            return await self._backend.delete(scope)
 
     # -- beyond ADK ---------------------------------------------------------------------
 
@@ -448,8 +457,12 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     def search_memory_sync(self, *, app_name: str, user_id: str, query: str, top_k: Optional[int] = None) -> Any:
         return self._sync(self.search_memory(app_name=app_name, user_id=user_id, query=query, top_k=top_k))
 
-    def delete_memory_sync(self, *, app_name: str, user_id: str, memory_id: Optional[str] = None) -> int:
-        return self._sync(self.delete_memory(app_name=app_name, user_id=user_id, memory_id=memory_id))
+    def delete_memory_sync(
+        self, *, app_name: str, user_id: str, memory_id: Optional[str] = None, session_id: Optional[str] = None
+    ) -> int:
+        return self._sync(
+            self.delete_memory(app_name=app_name, user_id=user_id, memory_id=memory_id, session_id=session_id)
+        )
 
     def count_sync(self, *, app_name: str, user_id: str) -> int:
         return self._sync(self.count(app_name=app_name, user_id=user_id))

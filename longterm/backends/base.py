@@ -38,8 +38,8 @@ class Backend(Protocol):
     async def search(self, scope: Scope, query: str, top_k: int) -> list[Hit]:
         """Records of ``scope`` that match ``query``, best first, at most ``top_k``."""
 
-    async def delete(self, scope: Scope, ids: Sequence[str] | None = None) -> int:
-        """Delete ``ids`` (or every record of ``scope`` when None); return how many."""
+    async def delete(self, scope: Scope, ids: Sequence[str] | None = None, *, session_id: str | None = None) -> int:
+        """Delete ``ids``, else the records of ``session_id``, else every record of ``scope``; how many."""
 
     async def count(self, scope: Scope) -> int:
         """How many records ``scope`` has."""

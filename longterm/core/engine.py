@@ -119,8 +119,9 @@ class Engine:
         """The scope's ``k`` records nearest to ``vector`` (cosine), best first."""
         raise BackendError(f"the {self.name} engine has no vector search.")
 
-    def _remove(self, scope: Scope, ids: Sequence[str] | None) -> int:
-        """Delete ``ids`` of ``scope`` (all of the scope's records when None); how many went."""
+    def _remove(self, scope: Scope, ids: Sequence[str] | None, session_id: str | None) -> int:
+        """Delete the scope's records with ``ids``, else those of ``session_id``, else all of
+        them; return how many went. Atomic where the engine allows; never half-reported."""
         raise NotImplementedError
 
     def _count(self, scope: Scope) -> int:
@@ -315,9 +316,10 @@ class Engine:
             log.warning("%s %s: %s", self.name, self.where, degraded)
         return await self._run("searching", self._search, scope, q, vector, top_k, degraded)
 
-    async def delete(self, scope: Scope, ids: Sequence[str] | None = None) -> int:
-        """Delete ``ids`` (or every record of ``scope`` when None); return how many."""
-        return await self._run("deleting memories", self._remove, scope, None if ids is None else list(ids))
+    async def delete(self, scope: Scope, ids: Sequence[str] | None = None, *, session_id: str | None = None) -> int:
+        """Delete ``ids``, else one session's records, else every record of ``scope``; how many."""
+        id_list = None if ids is None else list(ids)
+        return await self._run("deleting memories", self._remove, scope, id_list, session_id)
 
     async def count(self, scope: Scope) -> int:
         return await self._run("counting memories", self._count, scope)

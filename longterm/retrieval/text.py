@@ -104,10 +104,11 @@ def segment(text: str) -> str:
     """``text`` made ready for an engine's word tokenizer.
 
     CJK runs become bigrams and unigrams, accents are folded (not every engine does),
-    and the words are joined by spaces. ASCII text is returned as it is.
+    and the words are joined by spaces. ASCII text is returned as it is, but for NUL, which
+    ends a string in C engines (RediSearch indexed nothing after it): it becomes a space.
     """
     if text.isascii():
-        return text
+        return text.replace("\x00", " ") if "\x00" in text else text
     out: list[str] = []
     for kind, run in _runs(text):
         if kind == "word":

@@ -129,6 +129,7 @@ ORDER BY rowid LIMIT ?
 """
 DELETE_ALL = "DELETE FROM memories WHERE index_name = ? AND app_name = ? AND user_id = ?"
 DELETE_ONE = "DELETE FROM memories WHERE index_name = ? AND app_name = ? AND user_id = ? AND id = ?"
+DELETE_SESSION = "DELETE FROM memories WHERE index_name = ? AND app_name = ? AND user_id = ? AND session_id = ?"
 SCOPES = "SELECT app_name, user_id, count(*) FROM memories WHERE index_name = ? GROUP BY app_name, user_id"
 
 LEDGER_SCHEMA = """
@@ -323,13 +324,15 @@ class LocalBackend(Engine):
                 break
         return hits
 
-    def _remove(self, scope: Scope, ids: Sequence[str] | None) -> int:
+    def _remove(self, scope: Scope, ids: Sequence[str] | None, session_id: str | None) -> int:
         base = (self.index, scope.app_name, scope.user_id)
         with write_transaction(self.conn) as conn:
             conn.execute(BUMP_VERSION, base)
-            if ids is None:
-                return int(conn.execute(DELETE_ALL, base).rowcount)
-            return sum(conn.execute(DELETE_ONE, (*base, i)).rowcount for i in ids)
+            if ids is not None:
+                return sum(conn.execute(DELETE_ONE, (*base, i)).rowcount for i in ids)
+            if session_id is not None:
+                return int(conn.execute(DELETE_SESSION, (*base, session_id)).rowcount)
+            return int(conn.execute(DELETE_ALL, base).rowcount)
 
     def _count(self, scope: Scope) -> int:
         return int(self.conn.execute(COUNT, (self.index, scope.app_name, scope.user_id)).fetchone()[0])
