@@ -1,4 +1,9 @@
-"""longterm: long-term memory for AI agents. The public API, re-exported."""
+"""longterm: long-term memory for AI agents. The public API, re-exported.
+
+Names that ADK also defines for its own classes (``Session``, ``Event``, ``Content``,
+``Part``) are not exported here, so ``from longterm import *`` next to ADK's imports
+shadows nothing; our input models stay in ``longterm.sessions``.
+"""
 
 from .entries import HAVE_ADK, MemoryEntry, SearchMemoryResponse
 from .errors import (
@@ -10,20 +15,21 @@ from .errors import (
     MissingDependencyError,
 )
 from .core.ledger import Ledger, MemoryLedger
+from .autosave import AutoSaver
 from .memory import LongTermMemory, SaveResult
 from .policies import MemoryAutoSavePolicy, MemoryEventType
 from .records import Hit, MemoryRecord, Scope, record_id
-from .sessions import Content, Event, Part, Session
+from .retrieval.rescoring import Rescoring
+from .tools import MemoryTool
 
 __version__ = "0.1.0"
 
 __all__ = [
     "HAVE_ADK",
+    "AutoSaver",
     "BackendError",
     "BackendUnavailableError",
     "ConfigurationError",
-    "Content",
-    "Event",
     "Hit",
     "InvalidInputError",
     "Ledger",
@@ -34,11 +40,11 @@ __all__ = [
     "MemoryEventType",
     "MemoryLedger",
     "MemoryRecord",
+    "MemoryTool",
     "MissingDependencyError",
-    "Part",
+    "Rescoring",
     "SaveResult",
     "Scope",
     "SearchMemoryResponse",
-    "Session",
     "record_id",
 ]

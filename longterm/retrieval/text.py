@@ -137,7 +137,3 @@ def query_terms(text: str, *, stem: bool = True) -> list[str]:
     terms = content or fallback
     return list(dict.fromkeys(terms))[:MAX_QUERY_TERMS]
 
-
-def index_document(text: str) -> str:
-    """``index_terms`` joined by spaces: what a whitespace tokenizer should index."""
-    return " ".join(index_terms(text))

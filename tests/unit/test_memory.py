@@ -282,3 +282,40 @@ def test_works_without_google_adk(tmp_path: Path, _home: Path):
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "offline memory works"
+
+
+async def test_store_settings_cannot_change_once_open_and_others_are_validated():
+    memory = LongTermMemory()
+    with pytest.raises(ConfigurationError, match="backend cannot change once the memory is open"):
+        memory.backend = "redis"
+    with pytest.raises(ConfigurationError, match="index cannot change"):
+        memory.index = "other"
+    with pytest.raises(ConfigurationError, match="invalid value for LongTermMemory.top_k"):
+        memory.top_k = 0
+    assert memory.top_k == 5
+    memory.top_k = 3  # a valid change applies
+    for i in range(4):
+        await memory.add_session_to_memory(make_session(f"s{i}", turns=[("user", f"tea number {i}")]))
+    assert len((await memory.search_memory(app_name="app", user_id="u1", query="tea")).memories) == 3
+    await memory.close()
+
+
+async def test_a_memory_cannot_be_copied_so_closing_a_copy_never_closes_it():
+    import copy
+
+    memory = LongTermMemory()
+    for attempt in (memory.model_copy, lambda: copy.copy(memory), lambda: copy.deepcopy(memory)):
+        with pytest.raises(ConfigurationError, match="cannot be copied"):
+            attempt()
+    await memory.add_session_to_memory(make_session())
+    assert await memory.count(app_name="app", user_id="u1") == 1
+    await memory.close()
+    await memory.close()  # a second close does nothing
+
+
+async def test_adk_names_are_not_shadowed_by_a_star_import():
+    import longterm
+
+    assert not {"Session", "Event", "Content", "Part"} & set(longterm.__all__)
+    for name in ("Rescoring", "AutoSaver", "MemoryTool"):
+        assert name in longterm.__all__ and hasattr(longterm, name)
