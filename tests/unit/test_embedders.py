@@ -12,7 +12,7 @@ import pytest
 
 from longterm import BackendError, ConfigurationError
 from longterm.retrieval.embedders import Embedder, HashingEmbedder, resolve_embedder
-from longterm.retrieval.openai_embedder import OpenAIEmbedder
+from longterm.retrieval.embedders.openai import OpenAIEmbedder
 
 
 async def test_hashing_is_deterministic_and_normalised():

@@ -21,9 +21,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..config import env
-from ..errors import BackendError, BackendUnavailableError, ConfigurationError, require
-from .embedders import Kind, normalize
+from ...config import env
+from ...errors import BackendError, BackendUnavailableError, ConfigurationError, require
+from .base import Kind, normalize
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
