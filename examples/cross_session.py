@@ -29,7 +29,7 @@ def model():
     name = os.environ.get("LONGTERM_EXAMPLE_MODEL")
     if name:
         return name  # any model id ADK understands, e.g. gemini-2.5-flash (needs its API key)
-    from longterm.integrations.scripted_llm import ScriptedLlm
+    from longterm.testing.scripted_llm import ScriptedLlm
 
     return ScriptedLlm()
 

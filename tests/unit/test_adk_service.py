@@ -11,7 +11,7 @@ from google.adk.tools import load_memory
 from google.genai import types
 
 from longterm import LongTermMemory
-from longterm.integrations.scripted_llm import ScriptedLlm
+from longterm.testing.scripted_llm import ScriptedLlm
 
 
 async def _say(runner: Runner, user: str, session_id: str, text: str) -> list:
