@@ -1,28 +1,90 @@
-"""The ``longterm`` command: demo, import, search, stats, export, delete.
+"""The ``longterm`` command: demo, import, search, stats, export, delete, migrate.
 
 The seam: a thin click layer over ``LongTermMemory``; every command takes the same
 ``--backend``/``--config``/``--index`` options as the facade, so what works here works in
-code. Errors of the ``LongTermMemoryError`` family (and unreadable input files) print one
-clear line and exit 1; a traceback means a bug.
+code.
+
+Why every failure is one line: an operator reads ``error: <what failed, what to do>`` on
+stderr and exit status 1, never a traceback. ``LongTermMemoryError`` and ``OSError`` say
+it themselves; anything else is our bug and says ``internal error: ... (please report)``.
+Click's own usage errors keep click's message and exit status. Values that come from the
+user or the store (ids, memory text, paths) are printed as plain text, never as markup.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import json
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
-from .errors import InvalidInputError, LongTermMemoryError
+from .errors import ConfigurationError, InvalidInputError, LongTermMemoryError
 
 console = Console()
+err_console = Console(stderr=True, soft_wrap=True, highlight=False)  # soft_wrap: one line, however long
+
+
+def _fail(message: str) -> NoReturn:
+    """Print ``error: message`` as one line on stderr and exit 1."""
+    line = " ".join(message.split()).encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates
+    err_console.print(Text.assemble(("error:", "bold red"), " ", line))
+    raise SystemExit(1)
+
+
+def _os_error(exc: OSError) -> str:
+    if exc.strerror and exc.filename is not None:
+        return f"{exc.strerror}: {exc.filename}"
+    return str(exc) or type(exc).__name__
+
+
+class _Commands(click.Group):
+    """The ``longterm`` group: whatever a command raises leaves as one ``error:`` line."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise  # click prints these itself
+        except LongTermMemoryError as exc:
+            _fail(str(exc))
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                raise  # output piped into `head`: click leaves quietly
+            _fail(_os_error(exc))
+        except Exception as exc:
+            _fail(f"internal error: {type(exc).__name__}: {exc} (please report)")
+
+
+def _json_object(option: str, value: str | None) -> dict[str, Any]:
+    """The JSON object given to ``option`` inline or as ``@file.json``; ``{}`` when none."""
+    if not value:
+        return {}
+    text = value
+    if value.startswith("@"):
+        try:
+            text = Path(value[1:]).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigurationError(f"{option}: cannot read {value[1:]}: {exc.strerror or exc}.") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigurationError(f"{option}: cannot read {value[1:]}: not UTF-8 ({exc.reason}).") from None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigurationError(f"{option} is not JSON ({exc}); pass a JSON object or @file.json.") from None
+    if not isinstance(obj, dict):
+        raise ConfigurationError(f"{option} must be a JSON object, not {type(obj).__name__}.")
+    return obj
 
 
 def _memory(ctx: click.Context, **overrides: Any):
@@ -39,28 +101,11 @@ def _memory(ctx: click.Context, **overrides: Any):
     return LongTermMemory(**kwargs)
 
 
-def _parse_config(value: str | None) -> dict[str, Any]:
-    if not value:
-        return {}
-    text = Path(value[1:]).read_text() if value.startswith("@") else value
-    try:
-        cfg = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise click.BadParameter(f"not JSON ({exc.msg}); pass a JSON object or @file.json") from None
-    if not isinstance(cfg, dict):
-        raise click.BadParameter("must be a JSON object")
-    return cfg
+def _text(memory: Any) -> str:
+    return " ".join(p.text for p in memory.content.parts if getattr(p, "text", None))
 
 
-def _run(coro: Any) -> Any:
-    try:
-        return asyncio.run(coro)
-    except LongTermMemoryError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--backend", envvar="LONGTERM_BACKEND", default=None, help="Backend name (default: local).")
 @click.option("--config", "config", default=None, help="backend_config as JSON, or @file.json.")
 @click.option("--index", default=None, help="Index / namespace inside the backend.")
@@ -68,11 +113,16 @@ def _run(coro: Any) -> Any:
 @click.pass_context
 def cli(ctx: click.Context, backend: str | None, config: str | None, index: str | None) -> None:
     """Long-term memory for AI agents."""
-    ctx.obj = {"backend": backend, "config": _parse_config(config), "index": index}
+    ctx.obj = {"backend": backend, "config": _json_object("--config", config), "index": index}
 
 
 @cli.command()
-@click.option("--path", type=click.Path(dir_okay=False), default=None, help="Keep the demo store here (default: a temporary file).")
+@click.option(
+    "--path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Keep the demo store here (default: a temporary file).",
+)
 @click.pass_context
 def demo(ctx: click.Context, path: str | None) -> None:
     """Save two conversations, then recall from them in a new session (offline)."""
@@ -80,52 +130,64 @@ def demo(ctx: click.Context, path: str | None) -> None:
 
     def emit(kind: str, payload: Any) -> None:
         if kind == "saved":
-            console.print(f"[green]saved[/] {payload.saved} of {payload.new_events} new events from {payload.session_id}")
+            console.print(
+                f"[green]saved[/] {payload.saved} of {payload.new_events} new events from {escape(payload.session_id)}"
+            )
         else:
             question, memories = payload
-            console.print(f"\n[bold cyan]Q:[/] {question}")
+            console.print(f"\n[bold cyan]Q:[/] {escape(question)}")
             if not memories:
                 console.print("   [dim](nothing recalled)[/]")
             for m in memories:
-                text = " ".join(p.text for p in m.content.parts if getattr(p, "text", None))
-                console.print(f"   [yellow]{m.custom_metadata['score']:.2f}[/] {text}  [dim]({m.timestamp[:10]})[/]", highlight=False)
+                score, when = m.custom_metadata["score"], m.timestamp[:10]
+                console.print(f"   [yellow]{score:.2f}[/] {escape(_text(m))}  [dim]({when})[/]", highlight=False)
 
     async def go(store: str) -> None:
         overrides = {} if ctx.obj["backend"] not in (None, "local") else {"path": store}
         memory = _memory(ctx, **overrides)
-        console.print(f"[bold]longterm demo[/] on backend [magenta]{memory.backend_name}[/]")
+        console.print(f"[bold]longterm demo[/] on backend [magenta]{escape(memory.backend_name)}[/]")
         try:
             await demo_mod.run(memory, emit)
         finally:
             await memory.close()
 
     if path:
-        _run(go(path))
+        asyncio.run(go(path))
     else:
         with tempfile.TemporaryDirectory(prefix="longterm-demo-") as tmp:
-            _run(go(str(Path(tmp) / "memory.db")))
+            asyncio.run(go(str(Path(tmp) / "memory.db")))
 
 
 @cli.command("import")
 @click.argument("files", nargs=-1, required=True, type=click.Path())
 @click.option("--app", "app_name", default=None, help="app_name for files that name none.")
 @click.option("--user", "user_id", default=None, help="user_id for files that name none.")
-@click.option("--policy", default="default", show_default=True, help="Auto-save preset (default, all, custom) or a JSON policy.")
+@click.option(
+    "--policy",
+    default="default",
+    show_default=True,
+    help="Auto-save preset (default, all, custom), or a JSON policy inline or as @file.json.",
+)
 @click.pass_context
 def import_(ctx: click.Context, files: tuple[str, ...], app_name: str | None, user_id: str | None, policy: str) -> None:
-    """Import JSON/JSONL transcripts or ADK session dumps (incremental: re-import writes nothing new)."""
+    """Import JSON/JSONL transcripts or ADK session dumps (incremental: re-import writes nothing new).
+
+    Messages are grouped into sessions by their session_id (or conversation_id, thread_id)
+    field; a message without a time gets the import time, in file order.
+    """
     from .transcripts import load_sessions
 
-    pol: Any = json.loads(policy) if policy.strip().startswith("{") else policy
+    pol: Any = _json_object("--policy", policy.strip()) if policy.strip()[:1] in ("{", "@") else policy
 
     async def go() -> None:
-        sessions = []
+        sessions: list[dict[str, Any]] = []
         for f in files:
             sessions.extend(load_sessions(f, app_name=app_name, user_id=user_id))
         memory = _memory(ctx)
         saved = new = 0
+        columns = TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
         try:
-            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as bar:
+            with Progress(*columns, console=console) as bar:
                 task = bar.add_task("importing sessions", total=len(sessions))
                 for s in sessions:
                     result = await memory.add_session_to_memory(s, auto_save_memory_policy=pol)
@@ -136,7 +198,7 @@ def import_(ctx: click.Context, files: tuple[str, ...], app_name: str | None, us
             await memory.close()
         console.print(f"{len(sessions)} sessions, {new} new events, [green]{saved} memories saved[/]")
 
-    _run(go())
+    asyncio.run(go())
 
 
 @cli.command()
@@ -156,15 +218,16 @@ def search(ctx: click.Context, query: str, app_name: str, user_id: str, top_k: i
         finally:
             await memory.close()
         if as_json:
-            click.echo(json.dumps([m.model_dump(mode="json", exclude_none=True) for m in res.memories], ensure_ascii=False, indent=2))
+            dumped = [m.model_dump(mode="json", exclude_none=True) for m in res.memories]
+            click.echo(json.dumps(dumped, ensure_ascii=False, indent=2))
             return
         table = Table("score", "when", "author", "memory", "id")
         for m in res.memories:
-            text = " ".join(p.text for p in m.content.parts if getattr(p, "text", None))
-            table.add_row(f"{m.custom_metadata['score']:.3f}", (m.timestamp or "")[:19], m.author or "", text, m.id)
+            when = (m.timestamp or "")[:19]
+            table.add_row(f"{m.custom_metadata['score']:.3f}", when, Text(m.author or ""), Text(_text(m)), Text(m.id))
         console.print(table if res.memories else "[dim]no memories matched[/]")
 
-    _run(go())
+    asyncio.run(go())
 
 
 @cli.command()
@@ -182,17 +245,19 @@ def stats(ctx: click.Context, app_name: str | None, user_id: str | None) -> None
             else:
                 scopes = getattr(memory.backend_instance, "scopes", None)
                 if scopes is None:
-                    raise InvalidInputError(f"backend {memory.backend_name!r} cannot list users; pass --app and --user.")
+                    raise InvalidInputError(
+                        f"backend {memory.backend_name!r} cannot list users; pass --app and --user."
+                    )
                 rows = [r for r in await scopes() if app_name in (None, r[0]) and user_id in (None, r[1])]
         finally:
             await memory.close()
-        table = Table("app", "user", "memories", title=f"backend {memory.backend_name}")
+        table = Table("app", "user", "memories", title=Text(f"backend {memory.backend_name}"))
         for app, user, n in rows:
-            table.add_row(app, user, str(n))
+            table.add_row(Text(app), Text(user), str(n))
         console.print(table)
         console.print(f"total: {sum(r[2] for r in rows)} memories for {len(rows)} users")
 
-    _run(go())
+    asyncio.run(go())
 
 
 @cli.command()
@@ -205,43 +270,53 @@ def export(ctx: click.Context, app_name: str, user_id: str, output: str | None) 
 
     async def go() -> None:
         memory = _memory(ctx)
-        out = open(output, "w", encoding="utf-8") if output else sys.stdout
         n = 0
         try:
-            async for rec in memory.iter_records(app_name=app_name, user_id=user_id):
-                out.write(rec.model_dump_json(exclude_none=True) + "\n")
-                n += 1
+            with open(output, "w", encoding="utf-8") if output else contextlib.nullcontext(sys.stdout) as out:
+                async for rec in memory.iter_records(app_name=app_name, user_id=user_id):
+                    out.write(rec.model_dump_json(exclude_none=True) + "\n")
+                    n += 1
         finally:
             await memory.close()
-            if output:
-                out.close()
         if output:
-            console.print(f"exported {n} memories to {output}")
+            console.print(f"exported {n} memories to {escape(output)}")
 
-    _run(go())
+    asyncio.run(go())
 
 
 @cli.command()
 @click.option("--app", "app_name", required=True)
 @click.option("--user", "user_id", required=True)
-@click.option("--id", "memory_id", default=None, help="Delete only this memory (default: erase the user).")
+@click.option("--id", "memory_id", default=None, help="Delete only this memory.")
+@click.option("--session", "session_id", default=None, help="Delete only the memories of this session.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_context
-def delete(ctx: click.Context, app_name: str, user_id: str, memory_id: str | None, yes: bool) -> None:
-    """Delete one memory, or erase every memory of a user in an app."""
-    what = f"memory {memory_id}" if memory_id else f"ALL memories of user {user_id!r} in app {app_name!r}"
+def delete(
+    ctx: click.Context, app_name: str, user_id: str, memory_id: str | None, session_id: str | None, yes: bool
+) -> None:
+    """Delete one memory, one session's memories, or (neither) every memory of a user in an app."""
+    if memory_id is not None and session_id is not None:
+        raise click.UsageError("pass --id or --session, not both.")
+    if memory_id is not None:
+        what = f"memory {memory_id!r}"
+    elif session_id is not None:
+        what = f"the memories of session {session_id!r} of user {user_id!r} in app {app_name!r}"
+    else:
+        what = f"ALL memories of user {user_id!r} in app {app_name!r}"
     if not yes and not click.confirm(f"Delete {what}?", default=False):
         raise click.Abort()
 
     async def go() -> None:
         memory = _memory(ctx)
         try:
-            n = await memory.delete_memory(app_name=app_name, user_id=user_id, memory_id=memory_id)
+            n = await memory.delete_memory(
+                app_name=app_name, user_id=user_id, memory_id=memory_id, session_id=session_id
+            )
         finally:
             await memory.close()
         console.print(f"deleted {n} memories")
 
-    _run(go())
+    asyncio.run(go())
 
 
 @cli.command()
@@ -250,11 +325,13 @@ def delete(ctx: click.Context, app_name: str, user_id: str, memory_id: str | Non
 @click.option("--app", "app_name", default=None, help="Only this app (default: every app the source can list).")
 @click.option("--user", "user_id", default=None, help="Only this user.")
 @click.pass_context
-def migrate(ctx: click.Context, to_backend: str, to_config: str | None, app_name: str | None, user_id: str | None) -> None:
+def migrate(
+    ctx: click.Context, to_backend: str, to_config: str | None, app_name: str | None, user_id: str | None
+) -> None:
     """Copy memories from this backend to another; ids are kept, so re-running writes nothing twice."""
     from .memory import LongTermMemory
 
-    target_cfg = _parse_config(to_config)
+    target_cfg = _json_object("--to-config", to_config)
 
     async def go() -> None:
         source = _memory(ctx)
@@ -266,10 +343,13 @@ def migrate(ctx: click.Context, to_backend: str, to_config: str | None, app_name
             else:
                 lister = getattr(source.backend_instance, "scopes", None)
                 if lister is None:
-                    raise InvalidInputError(f"backend {source.backend_name!r} cannot list users; pass --app and --user.")
+                    raise InvalidInputError(
+                        f"backend {source.backend_name!r} cannot list users; pass --app and --user."
+                    )
                 scopes = [(a, u) for a, u, _ in await lister() if app_name in (None, a) and user_id in (None, u)]
-            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as bar:
-                task = bar.add_task(f"{source.backend_name} -> {target.backend_name}", total=len(scopes))
+            columns = TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
+            with Progress(*columns, console=console) as bar:
+                task = bar.add_task(escape(f"{source.backend_name} -> {target.backend_name}"), total=len(scopes))
                 for app, user in scopes:
                     batch = []
                     async for rec in source.iter_records(app_name=app, user_id=user):
@@ -283,9 +363,9 @@ def migrate(ctx: click.Context, to_backend: str, to_config: str | None, app_name
         finally:
             await source.close()
             await target.close()
-        console.print(f"copied {copied} memories of {len(scopes)} users to {to_backend}")
+        console.print(f"copied {copied} memories of {len(scopes)} users to {escape(to_backend)}")
 
-    _run(go())
+    asyncio.run(go())
 
 
 def main() -> None:

@@ -10,23 +10,30 @@ Saves are incremental, so only events the ledger has not seen are converted; the
 gives every event's id cheaply and converts on demand.
 
 Events without an id (hand-written transcripts) get one derived from their author,
-timestamp and content, plus an occurrence counter for identical repeats, so importing
-the same transcript twice derives the same ids and writes nothing new.
+timestamp and content (as repaired, i.e. as stored), plus an occurrence counter for
+identical repeats, so importing the same transcript twice derives the same ids and
+writes nothing new.
+
+This is the one input gate: session and event ids are checked (``check_id``), text is
+repaired (``repair_unicode``), and times are read by ``parse_timestamp``, our own ISO 8601
+reader, because ``datetime.fromisoformat`` accepts different forms on Python 3.10 and 3.11+
+and one odd timestamp would otherwise fail a whole session on one Python only.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Optional
+from datetime import date, datetime, time
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import to_jsonable_python
 
 from .errors import InvalidInputError
-from .records import MAX_TIMESTAMP, MIN_TIMESTAMP, check_unicode, repair_unicode
+from .records import MAX_TIMESTAMP, MIN_TIMESTAMP, check_id, repair_tree, repair_unicode
 
 
 def _plain(obj: Any) -> Any:
@@ -41,6 +48,24 @@ def _plain(obj: Any) -> Any:
     return obj
 
 
+_EPOCH = date(1970, 1, 1)
+
+#: ISO 8601 as people write it: a calendar or week date in basic (``20240501``) or extended
+#: (``2024-05-01``) format, then optionally ``T`` (or a space) and a time ``hh[:mm[:ss[.f]]]``
+#: (or ``hhmmss``) with a fraction of any length and an offset ``Z``, ``+hh``, ``+hhmm`` or
+#: ``+hh:mm``. Date and time may each be basic or extended; a time without an offset is UTC.
+_ISO_8601 = re.compile(
+    r"""(?P<year>\d{4})
+    (?: (?P<ds>-?) (?P<month>\d\d) (?P=ds) (?P<day>\d\d)
+      | (?P<ws>-?) W (?P<week>\d\d) (?: (?P=ws) (?P<weekday>\d) )? )
+    (?: [T\x20] (?P<hour>\d\d)
+        (?: (?P<ts>:?) (?P<minute>\d\d) (?: (?P=ts) (?P<second>\d\d) (?: [.,] (?P<fraction>\d+) )? )? )?
+        (?: (?P<utc>Z) | (?P<sign>[+-]) (?P<oh>\d\d) (?: :? (?P<om>\d\d) )? )?
+    )?""",
+    re.VERBOSE | re.IGNORECASE | re.ASCII,
+)
+
+
 def _in_range(seconds: float, shown: str) -> float:
     if not MIN_TIMESTAMP <= seconds <= MAX_TIMESTAMP:  # also False for NaN
         raise InvalidInputError(
@@ -50,7 +75,35 @@ def _in_range(seconds: float, shown: str) -> float:
     return seconds
 
 
-def _timestamp(value: Any) -> float:
+def _iso_seconds(text: str) -> float | None:
+    """Seconds since the epoch of an ISO 8601 date or date-time; None if ``text`` is none."""
+    m = _ISO_8601.fullmatch(text)
+    if m is None:
+        return None
+    n = {k: int(v) for k, v in m.groupdict().items() if v and v.isdigit() and k != "fraction"}
+    try:
+        if "week" in n:
+            day = date.fromisocalendar(n["year"], n["week"], n.get("weekday", 1))
+        else:
+            day = date(n["year"], n["month"], n["day"])
+        clock = time(n.get("hour", 0), n.get("minute", 0), n.get("second", 0))
+        if n.get("oh", 0) > 23 or n.get("om", 0) > 59:
+            raise ValueError("offset out of range")
+    except ValueError as exc:
+        raise InvalidInputError(f"timestamp {text!r} is not a valid date or time ({exc}).") from None
+    offset = (n.get("oh", 0) * 3600 + n.get("om", 0) * 60) * (-1 if m["sign"] == "-" else 1)
+    fraction = float("0." + m["fraction"]) if m["fraction"] else 0.0
+    seconds = (day - _EPOCH).days * 86400 + clock.hour * 3600 + clock.minute * 60 + clock.second
+    return _in_range(seconds + fraction - offset, repr(text))
+
+
+def parse_timestamp(value: Any) -> float:
+    """Seconds since the epoch (UTC) of an event's time; 0.0 when it has none.
+
+    Accepts seconds or milliseconds (numbers above 1e11) as numbers or strings, ``datetime``
+    and ``date`` objects (naive ones are UTC) and ISO 8601 strings (see ``_ISO_8601``), the
+    same forms on every Python. Eight digits are a basic-format date, not seconds in 1970.
+    """
     if value is None or value == "":
         return 0.0
     if isinstance(value, bool):
@@ -59,15 +112,18 @@ def _timestamp(value: Any) -> float:
         seconds = float(value) / 1000.0 if value > 1e11 else float(value)  # accept milliseconds
         return _in_range(seconds, repr(value))
     if isinstance(value, datetime):
-        dt = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-        return _in_range(dt.timestamp(), value.isoformat())
+        offset = value.utcoffset()
+        seconds = (value.replace(tzinfo=None) - datetime(1970, 1, 1)).total_seconds()
+        return _in_range(seconds - (offset.total_seconds() if offset else 0.0), value.isoformat())
+    if isinstance(value, date):
+        return _in_range((value - _EPOCH).days * 86400.0, value.isoformat())
     if isinstance(value, str):
+        text = value.strip()
+        iso = _iso_seconds(text)
+        if iso is not None:
+            return iso
         try:
-            return _timestamp(float(value))
-        except ValueError:
-            pass
-        try:
-            return _timestamp(datetime.fromisoformat(value.replace("Z", "+00:00")))
+            return parse_timestamp(float(text))
         except ValueError:
             raise InvalidInputError(
                 f"timestamp {value!r} is neither a number of seconds nor an ISO 8601 string."
@@ -80,25 +136,25 @@ class Part(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    text: Optional[str] = None
-    thought: Optional[bool] = None
-    function_call: Optional[dict[str, Any]] = None
-    function_response: Optional[dict[str, Any]] = None
-    inline_data: Optional[dict[str, Any]] = None
-    file_data: Optional[dict[str, Any]] = None
-    executable_code: Optional[dict[str, Any]] = None
-    code_execution_result: Optional[dict[str, Any]] = None
+    text: str | None = None
+    thought: bool | None = None
+    function_call: dict[str, Any] | None = None
+    function_response: dict[str, Any] | None = None
+    inline_data: dict[str, Any] | None = None
+    file_data: dict[str, Any] | None = None
+    executable_code: dict[str, Any] | None = None
+    code_execution_result: dict[str, Any] | None = None
 
     @field_validator("text")
     @classmethod
-    def _text(cls, v: Optional[str]) -> Optional[str]:
+    def _text(cls, v: str | None) -> str | None:
         return v if v is None else repair_unicode(v)
 
 
 class Content(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    role: Optional[str] = None
+    role: str | None = None
     parts: list[Part] = Field(default_factory=list)
 
     @field_validator("parts", mode="before")
@@ -119,18 +175,18 @@ class Event(BaseModel):
     id: str = ""
     author: str = ""
     timestamp: float = 0.0
-    content: Optional[Content] = None
-    partial: Optional[bool] = None
-    error_code: Optional[str] = None
-    error_message: Optional[str] = None
-    input_transcription: Optional[dict[str, Any]] = None
-    output_transcription: Optional[dict[str, Any]] = None
-    custom_metadata: Optional[dict[str, Any]] = None
+    content: Content | None = None
+    partial: bool | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    input_transcription: dict[str, Any] | None = None
+    output_transcription: dict[str, Any] | None = None
+    custom_metadata: dict[str, Any] | None = None
 
     @field_validator("timestamp", mode="before")
     @classmethod
     def _ts(cls, v: Any) -> float:
-        return _timestamp(v)
+        return parse_timestamp(v)
 
     @field_validator("content", mode="before")
     @classmethod
@@ -188,27 +244,28 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
 
 
 def _derived_event_id(raw: Any) -> str:
-    body = {
-        "author": _get(raw, "author"),
-        "timestamp": _get(raw, "timestamp"),
-        "content": to_jsonable_python(_plain(_get(raw, "content")), fallback=str),
-    }
+    # Hashed as repaired (lone surrogates -> U+FFFD), which is how the content is stored;
+    # for valid text that is the raw event, so ids derived before repair existed still match.
+    # Media bytes are hashed as base64: they need not be UTF-8.
+    content = to_jsonable_python(_plain(_get(raw, "content")), fallback=str, bytes_mode="base64")
+    body = repair_tree({"author": _get(raw, "author"), "timestamp": _get(raw, "timestamp"), "content": content})
     text = json.dumps(body, sort_keys=True, ensure_ascii=False, default=str)
     return "derived-" + hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
 def event_ids(raw_events: list[Any]) -> list[str]:
-    """Each event's id; derived (stable across re-imports) where the event has none."""
+    """Each event's id, checked; derived (stable across re-imports) where the event has none."""
     ids: list[str] = []
     seen: dict[str, int] = {}
     for raw in raw_events:
         eid = _get(raw, "id")
-        if not eid:
+        eid = "" if eid is None else str(eid)
+        if not eid.strip():
             base = _derived_event_id(raw)
             n = seen.get(base, 0)
             seen[base] = n + 1
             eid = base if n == 0 else f"{base}-{n}"
-        ids.append(check_unicode("event id", str(eid)))
+        ids.append(check_id("event id", eid))
     return ids
 
 
@@ -221,10 +278,9 @@ def read_session(obj: Any) -> SessionView:
         value = _get(obj, name)
         if not isinstance(value, str) or not value.strip():
             raise InvalidInputError(
-                f"session.{name} must be a non-empty string (got {value!r}); "
-                "a session needs id, app_name and user_id."
+                f"session.{name} must be a non-empty string (got {value!r}); a session needs id, app_name and user_id."
             )
-        fields[name] = check_unicode(f"session.{name}", value)
+        fields[name] = check_id(f"session.{name}", value)
     raw_events = _get(obj, "events") or []
     if not isinstance(raw_events, (list, tuple)):
         raise InvalidInputError("session.events must be a list of events.")

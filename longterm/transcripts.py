@@ -7,25 +7,36 @@ The seam: ``load_sessions(path, app_name=, user_id=)`` yields session dicts that
 |----------------------------------------------------|----------------------------------|
 | an ADK session dump ``{"id", "app_name", "user_id", "events": [...]}`` | that session |
 | ``{"messages": [...], "id"?, "app_name"?, "user_id"?}``  | one session                 |
-| a JSON list of sessions (either shape above)        | each session                     |
-| a JSON list of messages                             | one session named after the file |
-| JSONL whose lines are sessions                      | each session                     |
-| JSONL whose lines are messages                      | one session named after the file |
+| a JSON list (or JSONL lines) of sessions            | each session                     |
+| a JSON list (or JSONL lines) of messages            | a session per ``session_id``     |
 
 A message is ``{"role": "user"|"assistant"|..., "content": "text" | [parts]}`` (OpenAI
 style) or an ADK event ``{"author", "content": {"role", "parts"}}``; ``timestamp``,
-``time`` or ``created_at`` give its time. ``app_name``/``user_id`` missing from a file
-come from the command line, so one transcript can be imported for any user.
+``time`` or ``created_at`` give its time. Messages are grouped into sessions by their
+``session_id``, ``conversation_id`` or ``thread_id`` (and ``app_name``/``user_id`` where
+they carry them), in file order; messages naming no session form one named after the file.
+``app_name``/``user_id`` missing from a file come from the command line, so one transcript
+can be imported for any user.
+
+Why ids and times are filled in here: an event without a time gets the import time, one
+millisecond apart in file order so the conversation keeps its order (not 1970-01-01). Its
+id is derived first, from the event as written, so importing the file again derives the
+same ids and writes nothing new although the import time has moved on.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from .errors import InvalidInputError
+from .sessions import event_ids
+
+#: Fields of a message that name its session, first found wins.
+SESSION_KEYS = ("session_id", "conversation_id", "thread_id")
 
 
 def _message_to_event(msg: dict[str, Any]) -> dict[str, Any]:
@@ -66,6 +77,45 @@ def _session(obj: dict[str, Any], default_id: str, app_name: str | None, user_id
     return {"id": str(sid), "app_name": app, "user_id": user, "events": events}
 
 
+def _conversations(
+    messages: list[dict[str, Any]],
+    events: list[dict[str, Any]],
+    default_id: str,
+    app_name: str | None,
+    user_id: str | None,
+) -> list[dict[str, Any]]:
+    """The messages' events as sessions: grouped by the session (and app and user) each
+    message names, in file order."""
+    groups: dict[tuple[str, Any, Any], list[dict[str, Any]]] = {}
+    for msg, ev in zip(messages, events, strict=True):
+        sid = next((str(msg[k]) for k in SESSION_KEYS if msg.get(k) not in (None, "")), default_id)
+        groups.setdefault((sid, msg.get("app_name"), msg.get("user_id")), []).append(ev)
+    return [
+        _session({"id": sid, "app_name": app, "user_id": user, "events": evs}, default_id, app_name, user_id)
+        for (sid, app, user), evs in groups.items()
+    ]
+
+
+def _fill_ids_and_times(path: Path, sessions: list[dict[str, Any]], file_order: list[Any]) -> None:
+    """Derive missing ids (from the events as written), then stamp timeless events with
+    the import time, one millisecond apart in file order (see the module docstring)."""
+    for s in sessions:
+        if not isinstance(s["events"], list):
+            continue  # read_session says what is wrong
+        s["events"] = [e for e in s["events"] if not (isinstance(e, dict) and e.get("partial"))]
+        try:
+            ids = event_ids(s["events"])
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{path}: session {s['id']!r}: {exc}") from None
+        for ev, eid in zip(s["events"], ids, strict=True):
+            if isinstance(ev, dict):
+                ev["id"] = eid
+    now = time.time()
+    for n, ev in enumerate(file_order):
+        if isinstance(ev, dict) and ev.get("timestamp") in (None, ""):
+            ev["timestamp"] = now + n / 1000
+
+
 def _parse(path: Path) -> list[Any]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -89,18 +139,22 @@ def _parse(path: Path) -> list[Any]:
     return items
 
 
-def load_sessions(path: str | Path, *, app_name: str | None = None, user_id: str | None = None) -> Iterator[dict[str, Any]]:
+def load_sessions(
+    path: str | Path, *, app_name: str | None = None, user_id: str | None = None
+) -> Iterator[dict[str, Any]]:
     path = Path(path)
-    items = _parse(path)
-    if not items:
-        return
+    items = _parse(path)  # parsed here, so ours to fill in
     if all(_is_session(i) for i in items):
-        for n, item in enumerate(items):
-            yield _session(item, f"{path.stem}-{n}" if len(items) > 1 else path.stem, app_name, user_id)
+        names = [f"{path.stem}-{n}" if len(items) > 1 else path.stem for n in range(len(items))]
+        sessions = [_session(item, name, app_name, user_id) for item, name in zip(items, names, strict=True)]
+        file_order = [ev for s in sessions if isinstance(s["events"], list) for ev in s["events"]]
     elif all(isinstance(i, dict) and not _is_session(i) for i in items):
-        yield _session({"messages": items}, path.stem, app_name, user_id)
+        file_order = [_message_to_event(m) for m in items]
+        sessions = _conversations(items, file_order, path.stem, app_name, user_id)
     else:
         raise InvalidInputError(
             f"{path}: expected sessions (objects with 'events' or 'messages') or messages (objects "
             "with 'role' and 'content'), not a mix or other values."
         )
+    _fill_ids_and_times(path, sessions, file_order)
+    yield from sessions

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -21,7 +22,9 @@ def run(*args: str, input: str | None = None):
 
 def test_demo_runs_offline_and_recalls(tmp_path: Path, _home: Path):
     env = {**os.environ, "LONGTERM_HOME": str(_home)}
-    out = subprocess.run([sys.executable, "-m", "longterm.cli", "demo"], env=env, cwd=tmp_path, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "longterm.cli", "demo"], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stderr
     assert "named her Pixel" in out.stdout
     assert "allergic to peanuts" in out.stdout
@@ -38,9 +41,23 @@ def test_import_search_stats_export_delete(tmp_path: Path):
     ]
     transcript.write_text("\n".join(json.dumps(x) for x in lines))
     adk_dump = tmp_path / "adk.json"
-    adk_dump.write_text(json.dumps({"id": "adk-s", "app_name": "music", "user_id": "ana", "events": [
-        {"id": "e1", "author": "user", "timestamp": 1700000000.5, "content": {"role": "user", "parts": [{"text": "I practise scales every morning"}]}},
-    ]}))
+    adk_dump.write_text(
+        json.dumps(
+            {
+                "id": "adk-s",
+                "app_name": "music",
+                "user_id": "ana",
+                "events": [
+                    {
+                        "id": "e1",
+                        "author": "user",
+                        "timestamp": 1700000000.5,
+                        "content": {"role": "user", "parts": [{"text": "I practise scales every morning"}]},
+                    },
+                ],
+            }
+        )
+    )
 
     r = run("import", str(transcript), str(adk_dump), "--app", "music", "--user", "ana")
     assert r.exit_code == 0, r.output
@@ -68,25 +85,163 @@ def test_import_search_stats_export_delete(tmp_path: Path):
     assert "no memories matched" in r.output
 
 
-def test_errors_are_one_clear_line(tmp_path: Path):
-    r = run("import", str(tmp_path / "missing.json"), "--app", "a", "--user", "u")
-    assert r.exit_code == 1
-    assert "error: no such file" in r.output and "Traceback" not in r.output
+def _one_error_line(r, exit_code: int = 1) -> str:
+    assert r.exit_code == exit_code, r.output
+    assert "Traceback" not in r.output
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    return lines[0]
+
+
+def test_every_failure_is_one_error_line(tmp_path: Path, _home: Path):
+    transcript = tmp_path / "chat.jsonl"
+    transcript.write_text('{"role": "user", "content": "I play the cello"}\n')
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"role": "user", "content": "x"}\n{oops\n')
-    r = run("import", str(bad), "--app", "a", "--user", "u")
-    assert r.exit_code == 1 and "bad.jsonl:2: not JSON" in r.output
-    r = run("--backend", "nosuch", "search", "x", "--app", "a", "--user", "u")
-    assert r.exit_code == 1 and "unknown backend 'nosuch'" in r.output
-    r = run("import", str(tmp_path / "x.json"))
-    assert r.exit_code == 1
+    cut_id = tmp_path / "cut.jsonl"
+    cut_id.write_text('{"role": "user", "content": "x", "session_id": "s\\ud83d"}\n')  # JSON escape of half an emoji
+    au = ("--app", "a", "--user", "u")
+    cases = [
+        (["--config", f"@{tmp_path / 'missing.json'}", "stats"], "--config: cannot read"),
+        (["--config", "{bad", "stats"], "--config is not JSON"),
+        (["--config", "[1]", "stats"], "--config must be a JSON object"),
+        (["import", str(transcript), *au, "--policy", "{bad"], "--policy is not JSON"),
+        (["import", str(tmp_path / "missing.json"), *au], "no such file"),
+        (["import", str(bad), *au], "bad.jsonl:2: not JSON"),
+        (["import", str(transcript)], "names no app_name"),
+        (["import", str(cut_id), *au], "session.id 's\\ud83d' is not valid Unicode"),
+        (["--backend", "nosuch", "search", "x", *au], "unknown backend 'nosuch'"),
+        (["export", *au, "-o", str(tmp_path / "no" / "such" / "dir.jsonl")], "No such file or directory"),
+    ]
+    for args, message in cases:
+        assert message in _one_error_line(run(*args)), args
+    _home.mkdir(parents=True, exist_ok=True)
+    (_home / "memory.db").write_bytes(b"\x00garbage, not a store\xff" * 500)
+    assert "memory.db" in _one_error_line(run("stats"))
+
+
+def test_an_unexpected_exception_is_one_line_asking_for_a_report(tmp_path: Path, monkeypatch):
+    import longterm.transcripts
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom\nsecond line")
+
+    monkeypatch.setattr(longterm.transcripts, "load_sessions", broken)
+    line = _one_error_line(run("import", str(tmp_path / "x.json"), "--app", "a", "--user", "u"))
+    assert line == "error: internal error: RuntimeError: boom second line (please report)"
+
+
+def test_usage_errors_keep_clicks_message():
+    r = run("search")
+    assert r.exit_code == 2 and "Usage:" in r.stderr and "Missing argument 'QUERY'" in r.stderr
+    r = run("delete", "--app", "a", "--user", "u", "--id", "x", "--session", "s", "--yes")
+    assert r.exit_code == 2 and "pass --id or --session, not both" in r.stderr
+    assert "Traceback" not in r.output
+
+
+def test_the_installed_command_prints_no_traceback(tmp_path: Path, _home: Path):
+    env = {k: v for k, v in os.environ.items() if k != "FORCE_COLOR"} | {"LONGTERM_HOME": str(_home)}
+    cut_id = tmp_path / "cut.jsonl"
+    cut_id.write_text('{"role": "user", "content": "x", "session_id": "s\\ud83d"}\n')
+    _home.mkdir(parents=True)
+    (_home / "memory.db").write_bytes(b"garbage" * 1000)
+    for args in (["--config", "{bad", "stats"], ["import", str(cut_id), "--app", "a", "--user", "u"], ["stats"]):
+        out = subprocess.run(
+            [sys.executable, "-m", "longterm.cli", *args], env=env, cwd=tmp_path, capture_output=True, text=True
+        )
+        assert out.returncode == 1, args
+        assert "Traceback" not in out.stderr
+        assert out.stderr.startswith("error: ") and out.stderr.count("\n") == 1, out.stderr
+
+
+def test_a_transcript_line_holding_half_an_emoji_is_imported_repaired(tmp_path: Path):
+    transcript = tmp_path / "chat.jsonl"
+    transcript.write_text('{"role": "user", "content": "I love jazz \\ud83d"}\n')  # JSON escape of half an emoji
+    r = run("import", str(transcript), "--app", "a", "--user", "u")
+    assert r.exit_code == 0, r.output
+    assert "1 memories saved" in r.output
+    r = run("search", "jazz", "--app", "a", "--user", "u", "--json")
+    assert json.loads(r.output)[0]["content"]["parts"][0]["text"] == "I love jazz \ufffd"
+    assert "0 memories saved" in run("import", str(transcript), "--app", "a", "--user", "u").output
+
+
+def _import_lines(path: Path, lines: list[dict], *args: str):
+    path.write_text("\n".join(json.dumps(x) for x in lines))
+    r = run("import", str(path), "--app", "a", "--user", "u", *args)
+    assert r.exit_code == 0, r.output
+    return r
+
+
+def _exported(tmp_path: Path, user: str = "u") -> dict[str, dict]:
+    out = tmp_path / f"export-{user}.jsonl"
+    assert run("export", "--app", "a", "--user", user, "-o", str(out)).exit_code == 0
+    records = [json.loads(x) for x in out.read_text().splitlines()]
+    return {r["text"]: r for r in records}
+
+
+def test_import_groups_messages_into_the_sessions_they_name(tmp_path: Path):
+    lines = [
+        {"role": "user", "content": "I keep bees", "session_id": "garden"},
+        {"role": "user", "content": "I sail on weekends", "conversation_id": "boat"},
+        {"role": "user", "content": "My bees are Italian", "session_id": "garden"},
+        {"role": "user", "content": "I fix my sails myself", "thread_id": "repairs"},
+        {"role": "user", "content": "I like green tea"},
+        {"role": "user", "content": "I am Bob and I keep goats", "session_id": "garden", "user_id": "bob"},
+    ]
+    r = _import_lines(tmp_path / "chat.jsonl", lines)
+    assert "5 sessions" in r.output
+    sessions = {text: rec["session_id"] for text, rec in _exported(tmp_path).items()}
+    assert sessions == {
+        "I keep bees": "garden",
+        "My bees are Italian": "garden",
+        "I sail on weekends": "boat",
+        "I fix my sails myself": "repairs",
+        "I like green tea": "chat",
+    }
+    assert {t: r["session_id"] for t, r in _exported(tmp_path, "bob").items()} == {
+        "I am Bob and I keep goats": "garden"
+    }
+
+
+def test_import_gives_messages_without_a_time_the_import_time_in_line_order(tmp_path: Path):
+    lines = [{"role": "user", "content": f"fact number {i}"} for i in range(5)]
+    before = time.time()
+    _import_lines(tmp_path / "facts.jsonl", lines)
+    after = time.time()
+    records = _exported(tmp_path)
+    times = [records[f"fact number {i}"]["timestamp"] for i in range(5)]
+    assert before <= times[0] and times[-1] <= after + 1  # the import time, not 1970-01-01
+    assert all(a < b for a, b in zip(times, times[1:], strict=False))  # strictly in line order
+    r = _import_lines(tmp_path / "facts.jsonl", lines)  # the time has moved on; the ids have not
+    assert "0 memories saved" in r.output
+
+
+def test_delete_one_session(tmp_path: Path):
+    lines = [
+        {"role": "user", "content": "I keep bees", "session_id": "garden"},
+        {"role": "user", "content": "My bees are Italian", "session_id": "garden"},
+        {"role": "user", "content": "I sail on weekends", "session_id": "boat"},
+    ]
+    _import_lines(tmp_path / "chat.jsonl", lines)
+    r = run("delete", "--app", "a", "--user", "u", "--session", "boat", input="n\n")
+    assert r.exit_code != 0 and "Delete the memories of session 'boat'" in r.output
+    r = run("delete", "--app", "a", "--user", "u", "--session", "garden", "--yes")
+    assert r.exit_code == 0 and "deleted 2 memories" in r.output
+    assert list(_exported(tmp_path)) == ["I sail on weekends"]
 
 
 def test_migrate_between_backends(tmp_path: Path):
     src = json.dumps({"path": str(tmp_path / "a.db")})
     dst = json.dumps({"path": str(tmp_path / "b.db")})
     transcript = tmp_path / "t.json"
-    transcript.write_text(json.dumps([{"role": "user", "content": "I collect vinyl records"}, {"role": "user", "content": "My turntable is a Technics"}]))
+    transcript.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "I collect vinyl records"},
+                {"role": "user", "content": "My turntable is a Technics"},
+            ]
+        )
+    )
     assert run("--config", src, "import", str(transcript), "--app", "music", "--user", "ana").exit_code == 0
     r = run("--config", src, "migrate", "--to-backend", "local", "--to-config", dst)
     assert r.exit_code == 0 and "copied 2 memories of 1 users" in r.output
