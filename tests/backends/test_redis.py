@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from longterm import BackendUnavailableError, ConfigurationError, LongTermMemory
-from longterm.backends.redis import RedisBackend, resolve_url, RedisConfig
+from longterm.backends.redis import RedisBackend, RedisConfig, resolve_url
 from longterm.retrieval.embedders import HashingEmbedder
 from tests.conftest import make_session
 from tests.services.redis_server import RedisServer, free_port
@@ -28,7 +28,9 @@ async def test_outage_mid_run_loses_nothing_and_duplicates_nothing(tmp_path: Pat
         session = make_session(turns=[])
         failures = 0
         for i in range(30):
-            session["events"].append({"id": f"e{i}", "author": "user", "content": {"role": "user", "parts": [{"text": f"fact number {i}"}]}})
+            session["events"].append(
+                {"id": f"e{i}", "author": "user", "content": {"role": "user", "parts": [{"text": f"fact number {i}"}]}}
+            )
             if i == 10:
                 server.stop()
             if i == 20:
@@ -36,7 +38,7 @@ async def test_outage_mid_run_loses_nothing_and_duplicates_nothing(tmp_path: Pat
             try:
                 await memory.add_session_to_memory(session)
             except BackendUnavailableError as exc:
-                assert "cannot reach Redis" in str(exc) and "LONGTERM_REDIS_URL" in str(exc)
+                assert server.url in str(exc) and "LONGTERM_REDIS_URL" in str(exc)
                 failures += 1
         assert failures == 10
         assert await memory.count(app_name="app", user_id="u1") == 30
@@ -49,8 +51,10 @@ async def test_outage_mid_run_loses_nothing_and_duplicates_nothing(tmp_path: Pat
 
 
 async def test_unreachable_server_is_a_clear_error():
-    memory = LongTermMemory(backend="redis", backend_config={"url": f"redis://127.0.0.1:{free_port()}/0", "socket_timeout": 1})
-    with pytest.raises(BackendUnavailableError, match=r"cannot reach Redis at redis://127\.0\.0\.1:\d+/0"):
+    memory = LongTermMemory(
+        backend="redis", backend_config={"url": f"redis://127.0.0.1:{free_port()}/0", "socket_timeout": 1}
+    )
+    with pytest.raises(BackendUnavailableError, match=r"redis at redis://127\.0\.0\.1:\d+/0.*LONGTERM_REDIS_URL"):
         await memory.search_memory(app_name="a", user_id="u", query="hello")
     await memory.close()
 
@@ -68,26 +72,36 @@ async def test_redis_without_redisearch_says_how_to_start_one(tmp_path: Path):
 
 
 async def test_password_is_never_printed():
-    memory = LongTermMemory(backend="redis", backend_config={"url": f"redis://me:hunter2@127.0.0.1:{free_port()}/0", "socket_timeout": 1})
+    memory = LongTermMemory(
+        backend="redis", backend_config={"url": f"redis://me:hunter2@127.0.0.1:{free_port()}/0", "socket_timeout": 1}
+    )
     with pytest.raises(BackendUnavailableError) as err:
         await memory.count(app_name="a", user_id="u")
     assert "hunter2" not in str(err.value) and "***" in str(err.value)
     await memory.close()
 
 
-async def test_schema_mismatch_is_a_clear_error(redis_cfg: dict):
+async def test_another_embedder_is_a_clear_error_and_no_embedder_reads_full_text(redis_cfg: dict):
     with_vectors = LongTermMemory(backend="redis", backend_config={**redis_cfg, "embedder": HashingEmbedder(64)})
     await with_vectors.add_session_to_memory(make_session())
     await with_vectors.close()
-    plain = LongTermMemory(backend="redis", backend_config=redis_cfg)
+    other = LongTermMemory(backend="redis", backend_config={**redis_cfg, "embedder": HashingEmbedder(32)})
     with pytest.raises(ConfigurationError, match="Vectors of different embedders never mix"):
-        await plain.search_memory(app_name="app", user_id="u1", query="hiking")
+        await other.search_memory(app_name="app", user_id="u1", query="hiking")
+    await other.close()
+    plain = LongTermMemory(backend="redis", backend_config=redis_cfg)
+    res = await plain.search_memory(app_name="app", user_id="u1", query="hiking")
+    assert [m.content.parts[0].text for m in res.memories] == ["I love hiking"]
     await plain.close()
 
 
 async def test_hybrid_search_fuses_both_arms_and_degrades_visibly(redis_cfg: dict):
     memory = LongTermMemory(backend="redis", backend_config={**redis_cfg, "embedder": "hashing"})
-    turns = [("user", "I keep bees and sell honey at the market"), ("user", "My car is a blue hatchback"), ("user", "unrelated words here")]
+    turns = [
+        ("user", "I keep bees and sell honey at the market"),
+        ("user", "My car is a blue hatchback"),
+        ("user", "unrelated words here"),
+    ]
     await memory.add_session_to_memory(make_session(turns=turns))
     res = await memory.search_memory(app_name="app", user_id="u1", query="bees honey")
     top = res.memories[0]
@@ -95,12 +109,12 @@ async def test_hybrid_search_fuses_both_arms_and_degrades_visibly(redis_cfg: dic
     assert set(top.custom_metadata["arms"]) == {"fulltext", "vector"}
 
     class BrokenQueries(HashingEmbedder):
-        async def embed(self, texts, *, kind="passage"):
+        def embed(self, texts, *, kind="passage"):
             if kind == "query":
                 raise TimeoutError("embedding service timed out")
-            return await super().embed(texts, kind=kind)
+            return super().embed(texts, kind=kind)
 
-    memory.backend_instance.hybrid.embedder = BrokenQueries(256)
+    memory.backend_instance.embedder = BrokenQueries(256)
     res = await memory.search_memory(app_name="app", user_id="u1", query="bees honey")
     assert res.memories[0].content.parts[0].text.startswith("I keep bees")
     assert "query embedding failed" in res.memories[0].custom_metadata["degraded"]
@@ -121,23 +135,22 @@ async def test_ledger_is_shared_between_hosts(redis_cfg: dict, tmp_path: Path, m
 
 
 async def test_one_connection_pool_per_memory(redis_cfg: dict):
-    import redis.asyncio as R
+    import redis
 
-    memory = LongTermMemory(backend="redis", backend_config=redis_cfg)
+    probe = redis.Redis.from_url(redis_cfg["url"])
+    before = probe.execute_command("CLIENT", "LIST").decode().count("\n")
+    memory = LongTermMemory(backend="redis", backend_config={**redis_cfg, "max_connections": 4})
     await memory.add_session_to_memory(make_session())
-    await asyncio.gather(*(memory.search_memory(app_name="app", user_id="u1", query="hiking") for _ in range(50)))
-    pool = memory.backend_instance._client.connection_pool
-    assert len(pool._available_connections) + len(pool._in_use_connections) <= 32
-    probe = R.Redis.from_url(redis_cfg["url"])
-    clients = (await probe.execute_command("CLIENT", "LIST")).decode().count("\n")
-    assert clients <= 33
-    await probe.aclose()
+    res = await asyncio.gather(*(memory.search_memory(app_name="app", user_id="u1", query="hiking") for _ in range(50)))
+    assert all(r.memories for r in res)
+    assert probe.execute_command("CLIENT", "LIST").decode().count("\n") <= before + 4
+    probe.close()
     await memory.close()
 
 
 def test_configuration_sources(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.delenv("LONGTERM_REDIS_URL", raising=False)
-    for var in ("DATABASE_REDIS_HOST", "DATABASE_REDIS_PORT", "DATABASE_REDIS_PASSWORD", "DATABASE_REDIS_DB", "REDIS_URL"):
+    database = (f"DATABASE_REDIS_{v}" for v in ("HOST", "PORT", "USERNAME", "PASSWORD", "DB"))
+    for var in ("LONGTERM_REDIS_URL", "REDIS_URL", *database):
         monkeypatch.delenv(var, raising=False)
     assert resolve_url(RedisConfig()) == "redis://127.0.0.1:6379/0"
     assert resolve_url(RedisConfig(host="h", port=1, password="p w", db=2)) == "redis://:p%20w@h:1/2"
@@ -150,11 +163,19 @@ def test_configuration_sources(monkeypatch: pytest.MonkeyPatch):
         LongTermMemory(backend="redis", backend_config={"hots": "x"})
 
 
-def test_vectors_are_float32_of_the_embedder_dim():
-    b = RedisBackend(index="x", embedder=HashingEmbedder(64))
-    assert "DIM" in b._schema() and "64" in b._schema()
-    v = asyncio.run(b.embedder.embed(["hello"]))
-    assert v.dtype == np.float32 and v.shape == (1, 64)
+async def test_vectors_are_float32_of_the_embedder_dim(redis_cfg: dict):
+    import redis
+
+    memory = LongTermMemory(backend="redis", backend_config={**redis_cfg, "embedder": HashingEmbedder(64)})
+    await memory.add_session_to_memory(make_session())
+    backend = memory.backend_instance
+    assert isinstance(backend, RedisBackend)
+    probe = redis.Redis.from_url(redis_cfg["url"])
+    [key] = probe.keys(f"{backend.ns}m:*")
+    vector = np.frombuffer(probe.hget(key, "embedding"), dtype=np.float32)
+    assert vector.shape == (64,) and abs(float(np.linalg.norm(vector)) - 1) < 1e-5
+    probe.close()
+    await memory.close()
 
 
 @pytest.mark.parametrize("embedder", [None, "hashing"])
@@ -169,11 +190,19 @@ async def test_a_large_write_over_several_scopes_lands_whole_in_each_scope(redis
     users = ["u1", "u2", "u3 {x}|@scope"]
     owner = [users[0] if i % 4 else users[1 + (i // 4) % 2] for i in range(2345)]
     records = [
-        MemoryRecord(id=record_id("app", owner[i], "s", f"e{i}"), app_name="app", user_id=owner[i], session_id="s",
-                     event_id=f"e{i}", role="user", text=f"marker{i} note for {owner[i]}", timestamp=float(i))
+        MemoryRecord(
+            id=record_id("app", owner[i], "s", f"e{i}"),
+            app_name="app",
+            user_id=owner[i],
+            session_id="s",
+            event_id=f"e{i}",
+            role="user",
+            text=f"marker{i} note for {owner[i]}",
+            timestamp=float(i),
+        )
         for i in range(2345)
-    ]  # fmt: skip
-    for attempt in range(2):  # the second is a replay: overwrites, never duplicates
+    ]
+    for _ in range(2):  # the second is a replay: overwrites, never duplicates
         await memory.backend_instance.upsert(records)
         for user in users:
             mine = [i for i in range(2345) if owner[i] == user]
@@ -219,8 +248,49 @@ async def test_an_index_name_with_a_colon_cannot_see_another_index(redis_cfg: di
     inner = LongTermMemory(backend="redis", backend_config={**redis_cfg, "index": "a:m"})
     await inner.add_session_to_memory(make_session(turns=[("user", "inner index secret")]))
     await outer.add_session_to_memory(make_session(turns=[("user", "outer index note")]))
-    assert [m.content.parts[0].text for m in (await outer.search_memory(app_name="app", user_id="u1", query="index secret note")).memories] == ["outer index note"]
-    assert [m.content.parts[0].text for m in (await inner.search_memory(app_name="app", user_id="u1", query="index secret note")).memories] == ["inner index secret"]
+    assert [
+        m.content.parts[0].text
+        for m in (await outer.search_memory(app_name="app", user_id="u1", query="index secret note")).memories
+    ] == ["outer index note"]
+    assert [
+        m.content.parts[0].text
+        for m in (await inner.search_memory(app_name="app", user_id="u1", query="index secret note")).memories
+    ] == ["inner index secret"]
     assert inner.backend_instance.ns.count(":") == redis_cfg.get("prefix", "longterm:").count(":") + 1
     await outer.close()
     await inner.close()
+
+
+async def test_erasing_a_session_or_a_user_over_many_batches_takes_exactly_those_memories(redis_cfg: dict):
+    """2,400 memories of one user in two sessions (several erase and scan batches): scanning
+    yields each once; erasing one session leaves exactly the other; erasing the user leaves
+    nothing, while another user's memories stay."""
+    from longterm.records import MemoryRecord, record_id
+
+    memory = LongTermMemory(backend="redis", backend_config=redis_cfg)
+    records = [
+        MemoryRecord(
+            id=record_id("app", user, f"s{i % 2}", f"e{i}"),
+            app_name="app",
+            user_id=user,
+            session_id=f"s{i % 2}",
+            event_id=f"e{i}",
+            role="user",
+            text=f"marker{i} of session s{i % 2}",
+            timestamp=float(i),
+        )
+        for user, n in (("u1", 2400), ("u2", 3))
+        for i in range(n)
+    ]
+    await memory.backend_instance.upsert(records)
+    ids = [r.id async for r in memory.iter_records(app_name="app", user_id="u1")]
+    assert len(ids) == len(set(ids)) == 2400
+    assert await memory.delete_memory(app_name="app", user_id="u1", session_id="s0") == 1200
+    left = [r async for r in memory.iter_records(app_name="app", user_id="u1")]
+    assert len(left) == 1200 and {r.session_id for r in left} == {"s1"}
+    assert (await memory.search_memory(app_name="app", user_id="u1", query="marker2")).memories == []
+    assert await memory.delete_memory(app_name="app", user_id="u1") == 1200
+    assert await memory.count(app_name="app", user_id="u1") == 0
+    assert (await memory.search_memory(app_name="app", user_id="u1", query="marker1")).memories == []
+    assert await memory.count(app_name="app", user_id="u2") == 3
+    await memory.close()
