@@ -58,7 +58,9 @@ async def main() -> None:
     store = Path(os.environ.get("LONGTERM_EXAMPLE_STORE") or Path(tempfile.mkdtemp()) / "memory.db")
     print("session 1 >", await chat(store, "session-1", "I'm allergic to shellfish and I prefer window seats."))
     scripted = not os.environ.get("LONGTERM_EXAMPLE_MODEL")
-    question = "recall: allergic shellfish window seats" if scripted else "Anything I should tell the airline about my meal and seat?"
+    question = "Anything I should tell the airline about my meal and seat?"
+    if scripted:
+        question = "recall: allergic shellfish window seats"
     print("session 2 >", await chat(store, "session-2", question))
 
 

@@ -1,19 +1,35 @@
-"""Automatic saving after agent turns: thresholds, session switches, flush.
+"""Automatic saving around agent turns: thresholds, an idle timer, save before recall, flush.
 
-The seam: ``AutoSaver(memory, min_messages=, min_seconds=)``; a framework calls
-``notify(session)`` after each agent turn (cheap, never blocks, never raises) and
-``await flush()`` before it stops. Saves go through ``add_session_to_memory`` and so
-through the ledger: they are incremental and exactly-once whatever triggers them.
+The seam: ``AutoSaver(memory, min_messages=, min_seconds=, policy=, reconsider=)``. A
+framework calls ``await before_turn(session, timeout=)`` when a turn starts, ``notify(session)``
+after it (cheap, never blocks, never raises) and ``await flush()`` before it stops. Saves go
+through ``add_session_to_memory`` and so through the ledger: they are incremental and
+exactly-once whatever triggers them.
 
 Rules:
-- a session is saved in the background once it has ``min_messages`` events not yet
-  saved, or ``min_seconds`` have passed since its last save (or since it was first seen)
-  and it has anything unsaved;
-- when the same (app, user) shows up in a new session, the previous session's unsaved
-  tail is saved at once (a user who moved on would otherwise leave it unsaved);
-- a failed save is logged with its reason and retried at the next trigger, never dropped;
+- after a turn, a session with ``min_messages`` events not yet saved is saved in the background;
+- an idle timer saves any unsaved tail ``min_seconds`` after the session's last save (or
+  after it was first seen), whether or not another turn comes: the time threshold never
+  waits for the user to speak again;
+- save before recall: when a turn starts for (app, user), every other session of that user
+  with an unsaved tail is saved first, so the turn's ``load_memory`` or preload finds what the
+  user said in the session before. The turn waits ``timeout`` seconds at most; a save still
+  running then goes on in the background (a slow store never holds the reply);
+- a failed save is logged with its reason and retried (by the timer, at least a second
+  later, and at the next trigger), never dropped;
 - ``flush()`` waits for running saves, then saves every unsaved tail, and raises if one
   still fails.
+
+Lifetimes: a session (and the events it holds) is tracked only while a save may be owed.
+A fully saved session is forgotten after ``min_seconds`` without a turn, after ``flush()``,
+or at once by ``forget(...)`` (a deleted or closed session). A forgotten session that comes
+back is tracked afresh and saved at its next trigger; the ledger skips what was saved.
+``close()`` drops everything (the memory closes its savers when it closes); the memory
+refers to its savers weakly and ``LongTermMemory.release(saver)`` lets go of one.
+
+``reconsider=True``: the first save of each session this saver tracks considers every event
+again (``add_session_to_memory(..., reconsider=True)``), so events an older policy dropped are
+judged by this saver's policy; later saves are incremental again.
 
 A process that dies before ``flush()`` loses nothing the next start cannot recover: the
 sessions store still holds the events, and ``LongTermMemory.recover_sessions(...)`` saves
@@ -30,12 +46,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from .config import env
 from .errors import ConfigurationError
-from .sessions import read_session
 
 if TYPE_CHECKING:
     from .memory import LongTermMemory
@@ -44,6 +60,10 @@ log = logging.getLogger("longterm.autosave")
 
 DEFAULT_MIN_MESSAGES = 10
 DEFAULT_MIN_SECONDS = 60.0
+#: Seconds a failed save waits at least before the timer retries it (no busy loop on a dead store).
+RETRY_FLOOR = 1.0
+
+Key = tuple[str, str, str]
 
 
 def _threshold(value: Any, names: tuple[str, ...], default: float, kind: type, what: str) -> Any:
@@ -64,98 +84,230 @@ def _threshold(value: Any, names: tuple[str, ...], default: float, kind: type, w
         noun = "an integer" if kind is int else "a number"
         raise ConfigurationError(f"{what} from {source} must be {noun}, got {value!r}.") from None
     if parsed < (1 if kind is int else 0):
-        raise ConfigurationError(f"{what} from {source} must be {'at least 1' if kind is int else 'zero or more'}, got {value!r}.")
+        bound = "at least 1" if kind is int else "zero or more"
+        raise ConfigurationError(f"{what} from {source} must be {bound}, got {value!r}.")
     return parsed
 
 
+def _get(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def session_key(session: Any) -> Key:
+    """(app_name, user_id, id) of an ADK Session, a dict or a ``longterm.Session``."""
+    key = (_get(session, "app_name"), _get(session, "user_id"), _get(session, "id"))
+    if not all(isinstance(part, str) and part for part in key):
+        raise ValueError(f"a session needs a non-empty app_name, user_id and id, got {key!r}")
+    return key
+
+
 def _event_count(session: Any) -> int:
-    events = session.get("events") if isinstance(session, dict) else getattr(session, "events", None)
-    return len(events or [])
+    return len(_get(session, "events") or [])
 
 
-@dataclass
+def _here(task: asyncio.Task | None) -> TypeGuard[asyncio.Task]:
+    """``task`` is still running on the running loop (one on a finished loop never completes)."""
+    return task is not None and not task.done() and task.get_loop() is asyncio.get_running_loop()
+
+
+@dataclass(eq=False)
 class _Tracked:
+    key: Key
     session: Any
+    reconsider: bool
     saved_events: int = 0
     last_save: float = field(default_factory=time.monotonic)
-    task: Optional[asyncio.Task] = None
-    last_error: Optional[str] = None
+    last_turn: float = field(default_factory=time.monotonic)
+    task: asyncio.Task | None = None
+    timer: asyncio.TimerHandle | None = None
+    last_error: str | None = None
 
 
 class AutoSaver:
-    def __init__(self, memory: "LongTermMemory", *, min_messages: Any = None, min_seconds: Any = None, policy: Any = None) -> None:
+    def __init__(
+        self,
+        memory: LongTermMemory,
+        *,
+        min_messages: Any = None,
+        min_seconds: Any = None,
+        policy: Any = None,
+        reconsider: bool = False,
+    ) -> None:
         self.memory = memory
         self.policy = policy
+        self.reconsider = reconsider
         self.min_messages: int = _threshold(
-            min_messages, ("LONGTERM_MIN_MESSAGES_THRESHOLD", "MIN_MESSAGES_THRESHOLD"), DEFAULT_MIN_MESSAGES, int, "MIN_MESSAGES_THRESHOLD"
+            min_messages, ("LONGTERM_MIN_MESSAGES_THRESHOLD", "MIN_MESSAGES_THRESHOLD"), DEFAULT_MIN_MESSAGES, int,
+            "MIN_MESSAGES_THRESHOLD",
         )
         self.min_seconds: float = _threshold(
-            min_seconds, ("LONGTERM_MIN_TIME_THRESHOLD", "MIN_TIME_THRESHOLD"), DEFAULT_MIN_SECONDS, float, "MIN_TIME_THRESHOLD"
+            min_seconds, ("LONGTERM_MIN_TIME_THRESHOLD", "MIN_TIME_THRESHOLD"), DEFAULT_MIN_SECONDS, float,
+            "MIN_TIME_THRESHOLD",
         )
-        self._tracked: dict[tuple[str, str, str], _Tracked] = {}
-        self._current: dict[tuple[str, str], str] = {}
+        self._users: dict[tuple[str, str], dict[str, _Tracked]] = {}
+
+    # -- what is tracked ----------------------------------------------------------------
+
+    def _all(self) -> Iterator[_Tracked]:
+        for sessions in self._users.values():
+            yield from sessions.values()
+
+    def _find(self, key: Key) -> _Tracked | None:
+        return self._users.get(key[:2], {}).get(key[2])
+
+    def _drop(self, t: _Tracked) -> None:
+        if t.timer is not None:
+            t.timer.cancel()
+            t.timer = None
+        sessions = self._users.get(t.key[:2])
+        if sessions is not None and sessions.get(t.key[2]) is t:
+            del sessions[t.key[2]]
+            if not sessions:
+                del self._users[t.key[:2]]
 
     def _unsaved(self, t: _Tracked) -> int:
         return _event_count(t.session) - t.saved_events
 
-    def notify(self, session: Any) -> None:
-        """An agent turn ended in ``session``: save in the background if a threshold is met."""
-        try:
-            view = read_session(session)
-        except Exception as exc:  # never break the agent's reply over bookkeeping
-            log.warning("auto-save skipped a session it cannot read: %s", exc)
-            return
-        key = (view.app_name, view.user_id, view.session_id)
-        tracked = self._tracked.get(key)
-        if tracked is None:
-            tracked = self._tracked[key] = _Tracked(session=session)
-        tracked.session = session
-        previous = self._current.get(key[:2])
-        self._current[key[:2]] = view.session_id
-        if previous is not None and previous != view.session_id:
-            prev = self._tracked.get((*key[:2], previous))
-            if prev is not None and self._unsaved(prev) > 0:
-                self._schedule(prev, "the user started a new session")
-        unsaved = self._unsaved(tracked)
-        if unsaved >= self.min_messages:
-            self._schedule(tracked, f"{unsaved} new events")
-        elif unsaved > 0 and time.monotonic() - tracked.last_save >= self.min_seconds:
-            self._schedule(tracked, f"{self.min_seconds:g} s since the last save")
-
-    def _schedule(self, tracked: _Tracked, reason: str) -> None:
-        if tracked.task is not None and not tracked.task.done():
-            return  # a save of this session is running; the next trigger picks up the rest
-        tracked.task = asyncio.get_running_loop().create_task(self._save(tracked, reason, raise_errors=False))
-
-    async def _save(self, tracked: _Tracked, reason: str, *, raise_errors: bool) -> None:
-        session = tracked.session
-        total = _event_count(session)
-        try:
-            result = await self.memory.add_session_to_memory(session, auto_save_memory_policy=self.policy)
-        except Exception as exc:
-            tracked.last_error = f"{type(exc).__name__}: {exc}"
-            log.warning("auto-save of session %s failed (%s); it is retried at the next trigger", getattr(session, "id", "?"), tracked.last_error)
-            if raise_errors:
-                raise
-            return
-        tracked.saved_events, tracked.last_save, tracked.last_error = total, time.monotonic(), None
-        log.debug("auto-saved %d memories of session %s (%s)", result.saved, result.session_id, reason)
-
-    async def flush(self) -> None:
-        """Wait for running saves, then save every unsaved tail; raise if one fails."""
-        running = [t.task for t in self._tracked.values() if t.task is not None and not t.task.done()]
-        if running:
-            await asyncio.gather(*running, return_exceptions=True)
-        errors = []
-        for tracked in list(self._tracked.values()):
-            if self._unsaved(tracked) > 0:
-                try:
-                    await self._save(tracked, "flush", raise_errors=True)
-                except Exception as exc:  # keep flushing the others
-                    errors.append(exc)
-        if errors:
-            raise errors[0]
+    def tracked(self) -> int:
+        """Sessions this saver holds (each with its events) until they are saved and idle."""
+        return sum(len(sessions) for sessions in self._users.values())
 
     def pending(self) -> int:
         """Events seen but not yet saved, over all tracked sessions."""
-        return sum(max(0, self._unsaved(t)) for t in self._tracked.values())
+        return sum(max(0, self._unsaved(t)) for t in self._all())
+
+    # -- triggers -----------------------------------------------------------------------
+
+    def notify(self, session: Any) -> None:
+        """A turn ended in ``session``: save in the background if a threshold is met."""
+        try:
+            key = session_key(session)
+        except Exception as exc:  # never break the agent's reply over bookkeeping
+            log.warning("auto-save skipped a session it cannot read: %s", exc)
+            return
+        now = time.monotonic()
+        t = self._find(key)
+        if t is None:
+            t = _Tracked(key=key, session=session, reconsider=self.reconsider)
+            self._users.setdefault(key[:2], {})[key[2]] = t
+        t.session, t.last_turn = session, now
+        unsaved = self._unsaved(t)
+        if unsaved >= self.min_messages:
+            self._schedule(t, f"{unsaved} new events")
+        elif unsaved > 0 and now - t.last_save >= self.min_seconds:
+            self._schedule(t, f"{self.min_seconds:g} s since the last save")
+        elif not _here(t.task):
+            self._arm(t)
+
+    async def before_turn(self, session: Any, *, timeout: float) -> None:
+        """A turn starts in ``session``: save the user's other sessions first, waiting ``timeout`` s at most."""
+        try:
+            app, user, sid = session_key(session)
+        except Exception:
+            return  # notify() logs the unreadable session at the end of the turn
+        others = [t for s, t in self._users.get((app, user), {}).items() if s != sid]
+        tasks = [self._schedule(t, "a turn started in another session") for t in others if self._unsaved(t) > 0]
+        tasks += [t.task for t in others if self._unsaved(t) <= 0 and _here(t.task)]
+        if not tasks:
+            return
+        _, late = await asyncio.wait(tasks, timeout=timeout)
+        if late:
+            log.warning(
+                "saving %d earlier session(s) of user %s took over %g s; this turn recalls without them "
+                "(the saves go on in the background)", len(late), user, timeout,
+            )
+
+    def _arm(self, t: _Tracked, delay: float | None = None) -> None:
+        """(Re)start the idle timer: it saves an unsaved tail, or forgets a saved, idle session."""
+        if t.timer is not None:
+            t.timer.cancel()
+        if delay is None:
+            base = t.last_save if self._unsaved(t) > 0 else t.last_turn
+            delay = base + self.min_seconds - time.monotonic()
+        t.timer = asyncio.get_running_loop().call_later(max(0.0, delay), self._on_timer, t)
+
+    def _on_timer(self, t: _Tracked) -> None:
+        t.timer = None
+        if self._find(t.key) is not t or _here(t.task):
+            return  # forgotten, or a running save re-arms when it ends
+        if self._unsaved(t) > 0:
+            self._schedule(t, f"{self.min_seconds:g} s since the last save")
+        elif time.monotonic() - t.last_turn >= self.min_seconds:
+            self._drop(t)
+        else:
+            self._arm(t)
+
+    def _schedule(self, t: _Tracked, reason: str) -> asyncio.Task:
+        if t.task is None or not _here(t.task):
+            t.task = asyncio.get_running_loop().create_task(self._run(t, reason))
+        return t.task
+
+    # -- saving -------------------------------------------------------------------------
+
+    async def _run(self, t: _Tracked, reason: str) -> None:
+        """Save until nothing is left (events may arrive while a save runs), then re-arm the timer."""
+        while self._unsaved(t) > 0:
+            if not await self._save(t, reason, raise_errors=False):
+                if self._find(t.key) is t:
+                    self._arm(t, max(self.min_seconds, RETRY_FLOOR))
+                return
+        if self._find(t.key) is t:
+            self._arm(t)
+
+    async def _save(self, t: _Tracked, reason: str, *, raise_errors: bool) -> bool:
+        session, total = t.session, _event_count(t.session)
+        try:
+            result = await self.memory.add_session_to_memory(
+                session, auto_save_memory_policy=self.policy, reconsider=t.reconsider
+            )
+        except Exception as exc:
+            t.last_error = f"{type(exc).__name__}: {exc}"
+            log.warning("auto-save of session %s failed (%s); it is retried later", t.key[2], t.last_error)
+            if raise_errors:
+                raise
+            return False
+        t.saved_events, t.last_save, t.last_error, t.reconsider = total, time.monotonic(), None, False
+        log.debug("auto-saved %d memories of session %s (%s)", result.saved, result.session_id, reason)
+        return True
+
+    async def flush(self) -> None:
+        """Wait for running saves, save every unsaved tail, forget what is saved; raise if one fails."""
+        running = [t.task for t in self._all() if _here(t.task)]
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
+        errors = []
+        for t in list(self._all()):
+            if self._unsaved(t) > 0:
+                try:
+                    await self._save(t, "flush", raise_errors=True)
+                except Exception as exc:  # keep flushing the others
+                    errors.append(exc)
+                    continue
+            if self._unsaved(t) <= 0 and not _here(t.task):
+                self._drop(t)
+        if errors:
+            raise errors[0]
+
+    async def forget(self, app_name: str, user_id: str, session_id: str, *, save: bool = True) -> None:
+        """Stop tracking a session that ended: save its unsaved tail first, unless ``save=False`` (deleted)."""
+        t = self._find((app_name, user_id, session_id))
+        if t is None:
+            return
+        if save:
+            if _here(t.task):
+                await asyncio.shield(t.task)
+            if self._unsaved(t) > 0:
+                await self._save(t, "the session ended", raise_errors=True)
+        self._drop(t)
+
+    def close(self) -> None:
+        """Forget everything and stop every timer; unsaved tails are left to ``recover_sessions``, with a warning."""
+        pending, sessions = self.pending(), self.tracked()
+        if pending:
+            log.warning(
+                "an auto-saver closed with %d unsaved events in %d session(s); call flush() before closing, or "
+                "LongTermMemory.recover_sessions(...) at the next start saves them from the session store",
+                pending, sessions,
+            )
+        for t in list(self._all()):
+            self._drop(t)

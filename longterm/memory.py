@@ -20,12 +20,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from . import compat
 from . import config as _config
 from ._sync import SyncPortal
 from .autosave import AutoSaver
@@ -88,16 +90,19 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     Passed to the backend as ``backend_config["embedder"]`` unless that is set."""
     rescoring: Rescoring = Field(default_factory=Rescoring)
     """Optional recency / importance re-scoring of hits (off by default)."""
+    user_id: str = ""
+    """Deprecated (as in VeADK): the default user of ``as_tool()`` and of a ``Runner`` given no
+    ``user_id``; every call's own ``user_id`` wins. See ``longterm.compat``."""
 
     _backend: Any = PrivateAttr(default=None)
     _ledger: Any = PrivateAttr(default=None)
     _portal: Optional[SyncPortal] = PrivateAttr(default=None)
-    _autosavers: list = PrivateAttr(default_factory=list)
+    _autosavers: Any = PrivateAttr(default_factory=weakref.WeakSet)
     _closed: bool = PrivateAttr(default=False)
 
     def __init__(self, **data: Any) -> None:
         try:
-            super().__init__(**data)
+            super().__init__(**compat.memory_arguments(data, _default_backend()))
         except ValidationError as exc:
             raise_ours_from(exc)
             err = exc.errors()[0]
@@ -388,16 +393,23 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
 
     # -- automatic saving and tools ---------------------------------------------------------
 
-    def auto_saver(self, *, min_messages: Any = None, min_seconds: Any = None, policy: Any = None) -> AutoSaver:
-        """A new ``AutoSaver`` for this memory (see ``longterm.autosave``); ``flush`` drains them all."""
-        saver = AutoSaver(self, min_messages=min_messages, min_seconds=min_seconds, policy=policy)
-        self._autosavers.append(saver)
+    def auto_saver(self, **options: Any) -> AutoSaver:
+        """A new ``AutoSaver`` for this memory (options: see ``longterm.autosave``); ``flush`` drains them all.
+
+        The memory refers to it weakly: it lives as long as its owner (e.g. an agent) holds it.
+        """
+        saver = AutoSaver(self, **options)
+        self._autosavers.add(saver)
         return saver
+
+    def release(self, saver: AutoSaver) -> None:
+        """Stop flushing ``saver`` with this memory (an agent that closed); unknown savers are ignored."""
+        self._autosavers.discard(saver)
 
     async def flush(self) -> None:
         """Save every unsaved tail that automatic saving knows of; raise if one fails."""
         errors = []
-        for saver in self._autosavers:
+        for saver in list(self._autosavers):
             try:
                 await saver.flush()
             except Exception as exc:
@@ -421,8 +433,8 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
                 results.append(await self.add_session_to_memory(full))
         return results
 
-    def as_tool(self, *, app_name: str, user_id: str, top_k: Optional[int] = None) -> MemoryTool:
-        """A ``load_memory`` function with a JSON schema, bound to (app, user)."""
+    def as_tool(self, *, app_name: str, user_id: Optional[str] = None, top_k: Optional[int] = None) -> MemoryTool:
+        """A ``load_memory`` function with a JSON schema, bound to (app, user); user defaults to ``self.user_id``."""
         return MemoryTool(self, app_name=app_name, user_id=user_id, top_k=top_k)
 
     async def close(self) -> None:
@@ -430,6 +442,8 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         if self._closed:
             return
         self._closed = True
+        for saver in list(self._autosavers):
+            saver.close()  # no timer may save into a closed store
         async with self._engine("closing"):
             await self._backend.close()
             if self._ledger is not self._backend:

@@ -1,56 +1,98 @@
 """Google ADK integration: an ``Agent`` with ``long_term_memory=`` and a ``Runner`` that uses it.
 
 The seam: ``Agent(..., long_term_memory=LongTermMemory(...))`` is an ADK ``LlmAgent`` that
-(1) gets a ``load_memory`` tool of its own (a fresh ``LoadMemoryTool`` instance: ADK's
-module-level ``load_memory`` object is shared by every agent in the process and must not
-be mutated), plus ADK's ``PreloadMemoryTool`` with ``preload_memory=True``; and
-(2) with ``auto_save_session=True`` saves its sessions after turns through an
-``AutoSaver`` (thresholds, session switches, flush; see ``longterm.autosave``).
-``Runner(agent=...)`` is ADK's runner with ``agent.long_term_memory`` as its memory
-service unless one is passed, and ``close()`` flushes every unsaved tail first.
+(1) gets a ``load_memory`` tool of its own (a fresh instance: ADK's module-level
+``load_memory`` object is shared by every agent in the process and must not be mutated),
+plus a preload tool with ``preload_memory=True``; (2) with ``auto_save_session=True`` saves
+its sessions through an ``AutoSaver`` (thresholds, idle timer, save before recall, flush;
+see ``longterm.autosave``); ``close()`` flushes and releases that saver. ``Runner(agent=...)``
+is ADK's runner with ``agent.long_term_memory`` as its memory service unless one is passed;
+``close()`` flushes every unsaved tail first. VeADK's runner names work too: ``user_id=``,
+``await runner.run(messages=..., session_id=...)``, ``runner.long_term_memory`` and
+``save_session_to_long_term_memory(...)``.
 
-Why an after-agent callback: it runs once per turn with the live session, after the
-turn's events were appended; it only schedules work, so a slow or failing backend never
-delays or breaks the reply. Install with ``pip install 'longterm[adk]'``.
+Why callbacks: the before-agent callback runs once per turn before the model or any tool
+can search memory, so the user's other sessions are saved first (bounded by
+``save_before_recall_timeout``); the after-agent callback runs once per turn with the live
+session and only schedules work. Why our own tool classes: a memory that fails must cost
+the turn its recall, not the reply - the tool tells the model memory is unavailable and
+the error is logged with its cause (the library API itself still raises).
+Install with ``pip install 'longterm[adk]'``.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional
+import uuid
+from collections.abc import Iterator
+from typing import Any
 
 from pydantic import Field, PrivateAttr, ValidationError
 
-from ..errors import raise_ours_from, require
+from ..errors import ConfigurationError, InvalidInputError, raise_ours_from, require
 
 require("google.adk", package="google-adk", extra="adk", purpose="longterm.integrations.adk")
 
 from google.adk.agents import LlmAgent  # noqa: E402
 from google.adk.runners import Runner as _AdkRunner  # noqa: E402
+from google.adk.sessions import InMemorySessionService  # noqa: E402
 from google.adk.tools.load_memory_tool import LoadMemoryTool  # noqa: E402
 from google.adk.tools.preload_memory_tool import PreloadMemoryTool  # noqa: E402
+from google.genai import types  # noqa: E402
 
 from ..autosave import AutoSaver  # noqa: E402
-from ..memory import LongTermMemory  # noqa: E402
+from ..memory import LongTermMemory, SaveResult  # noqa: E402
+from ..tools import unavailable  # noqa: E402
 
 log = logging.getLogger("longterm.adk")
+
+#: The user a Runner runs as when neither ``user_id=`` nor the memory names one (VeADK style calls).
+DEFAULT_USER = "default_user"
+
+
+class LoadMemory(LoadMemoryTool):
+    """ADK's ``load_memory``; a failing memory gives the model a "memory is unavailable" result."""
+
+    async def run_async(self, *, args: dict[str, Any], tool_context: Any) -> Any:
+        try:
+            return await super().run_async(args=args, tool_context=tool_context)
+        except Exception as exc:
+            return unavailable("load_memory", exc)
+
+
+class PreloadMemory(PreloadMemoryTool):
+    """ADK's ``preload_memory``; a failing memory leaves the request without memories, logged."""
+
+    async def process_llm_request(self, *, tool_context: Any, llm_request: Any) -> None:
+        try:
+            await super().process_llm_request(tool_context=tool_context, llm_request=llm_request)
+        except Exception as exc:
+            unavailable("preload_memory", exc)
 
 
 def _tool_names(tools: list[Any]) -> set[str]:
     return {getattr(t, "name", getattr(t, "__name__", "")) for t in tools}
 
 
+def _callbacks(value: Any) -> list[Any]:
+    return [] if value is None else list(value) if isinstance(value, list) else [value]
+
+
 class Agent(LlmAgent):
     """An ADK LlmAgent with long-term memory: tools added, sessions saved automatically."""
 
-    long_term_memory: Optional[LongTermMemory] = None
+    long_term_memory: LongTermMemory | None = None
     auto_save_session: bool = True
     preload_memory: bool = False
-    min_messages_threshold: Optional[int] = Field(default=None, description="Default: env or 10")
-    min_time_threshold: Optional[float] = Field(default=None, description="Default: env or 60 s")
+    min_messages_threshold: int | None = Field(default=None, description="Default: env or 10")
+    min_time_threshold: float | None = Field(default=None, description="Default: env or 60 s")
     auto_save_memory_policy: Any = None
+    auto_save_reconsider: bool = False
+    """The first auto-save of each session considers every event again (after a policy change)."""
+    save_before_recall_timeout: float = Field(default=2.0, ge=0)
+    """Seconds a turn waits at most for the user's other sessions to be saved before it may recall."""
 
-    _saver: Optional[AutoSaver] = PrivateAttr(default=None)
+    _saver: AutoSaver | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -65,42 +107,142 @@ class Agent(LlmAgent):
             return
         names = _tool_names(self.tools)
         if "load_memory" not in names:
-            self.tools.append(LoadMemoryTool())
+            self.tools.append(LoadMemory())
         if self.preload_memory and "preload_memory" not in names:
-            self.tools.append(PreloadMemoryTool())
+            self.tools.append(PreloadMemory())
         if self.auto_save_session:
             self._saver = self.long_term_memory.auto_saver(
-                min_messages=self.min_messages_threshold, min_seconds=self.min_time_threshold, policy=self.auto_save_memory_policy
+                min_messages=self.min_messages_threshold,
+                min_seconds=self.min_time_threshold,
+                policy=self.auto_save_memory_policy,
+                reconsider=self.auto_save_reconsider,
             )
-            callbacks = self.after_agent_callback
-            callbacks = [] if callbacks is None else list(callbacks) if isinstance(callbacks, list) else [callbacks]
-            self.after_agent_callback = [*callbacks, self._after_turn]
+            self.before_agent_callback = [*_callbacks(self.before_agent_callback), self._before_turn]
+            self.after_agent_callback = [*_callbacks(self.after_agent_callback), self._after_turn]
+
+    async def _before_turn(self, callback_context: Any) -> None:
+        if self._saver is not None:
+            try:
+                await self._saver.before_turn(callback_context.session, timeout=self.save_before_recall_timeout)
+            except Exception:  # bookkeeping must never cost the user a reply
+                log.exception("saving the user's earlier sessions before this turn failed; the turn goes on")
+        return None
 
     async def _after_turn(self, callback_context: Any) -> None:
         if self._saver is not None:
             try:
                 self._saver.notify(callback_context.session)
-            except Exception:  # bookkeeping must never cost the user a reply
+            except Exception:
                 log.exception("auto-save could not be scheduled")
         return None
 
     @property
-    def auto_saver(self) -> Optional[AutoSaver]:
+    def auto_saver(self) -> AutoSaver | None:
         return self._saver
+
+    async def close(self) -> None:
+        """Save what this agent's auto-saver still holds, then release it; raise if a save fails.
+
+        The memory stays open (other agents may use it); close it on its own.
+        """
+        saver, memory = self._saver, self.long_term_memory
+        if saver is None or memory is None:
+            return
+        self._saver = None
+        try:
+            await saver.flush()
+        finally:
+            saver.close()
+            memory.release(saver)
 
 
 class Runner(_AdkRunner):
-    """ADK's Runner, defaulting ``memory_service`` to the agent's ``long_term_memory``."""
+    """ADK's Runner, defaulting ``memory_service`` to the agent's ``long_term_memory``.
 
-    def __init__(self, *, agent: Any = None, memory_service: Any = None, **kwargs: Any) -> None:
-        if memory_service is None and agent is not None:
-            memory_service = getattr(agent, "long_term_memory", None)
-        super().__init__(agent=agent, memory_service=memory_service, **kwargs)
+    Also accepts VeADK's names: ``user_id=`` (the user of ``run(messages=...)``), a default
+    in-memory session service, ``long_term_memory`` and ``save_session_to_long_term_memory``.
+    """
+
+    def __init__(
+        self, *, agent: Any = None, memory_service: Any = None, session_service: Any = None,
+        user_id: str | None = None, **kwargs: Any,
+    ) -> None:
+        own = getattr(agent, "long_term_memory", None)
+        if memory_service is None:
+            memory_service = own
+        super().__init__(
+            agent=agent, memory_service=memory_service,
+            session_service=session_service if session_service is not None else InMemorySessionService(),
+            **kwargs,
+        )
+        self.long_term_memory: LongTermMemory | None = own if own is not None else (
+            memory_service if isinstance(memory_service, LongTermMemory) else None
+        )
+        self.user_id: str = user_id or getattr(self.long_term_memory, "user_id", "") or DEFAULT_USER
+
+    def run(self, messages: Any = None, **kwargs: Any) -> Any:
+        """ADK's ``run(user_id=, session_id=, new_message=)`` (a generator of events), or, given
+        ``messages`` (a string or a list of them), VeADK's ``await run(messages, session_id=)``:
+        runs each message as a turn (creating the session if needed) and returns the last reply text."""
+        if messages is None:
+            return super().run(**kwargs)
+        if "new_message" in kwargs:
+            raise InvalidInputError("pass messages= (VeADK style) or new_message= (ADK style), not both.")
+        return self._run_messages(messages, **kwargs)
+
+    async def _run_messages(
+        self, messages: Any, *, user_id: str = "", session_id: str = "", run_config: Any = None
+    ) -> str:
+        user_id = user_id or self.user_id
+        session_id = session_id or f"tmp-session-{uuid.uuid4().hex}"
+        contents = []
+        for m in messages if isinstance(messages, list) else [messages]:
+            if isinstance(m, str):
+                contents.append(types.Content(role="user", parts=[types.Part(text=m)]))
+            elif isinstance(m, types.Content):
+                contents.append(m)
+            else:
+                raise InvalidInputError(
+                    f"run(messages=...) takes text or google.genai.types.Content, got {type(m).__name__}; "
+                    "for media, build a Content with the parts you need."
+                )
+        where: dict[str, Any] = {"app_name": self.app_name, "user_id": user_id, "session_id": session_id}
+        if await self.session_service.get_session(**where) is None:
+            await self.session_service.create_session(**where)
+        reply = ""
+        for content in contents:
+            async for event in self.run_async(
+                user_id=user_id, session_id=session_id, new_message=content, run_config=run_config
+            ):
+                for part in (event.content.parts or []) if event.content else []:
+                    if part.text and part.text.strip() and not part.thought:
+                        reply = part.text
+        return reply
+
+    async def save_session_to_long_term_memory(
+        self, session_id: str, user_id: str = "", app_name: str = "", **kwargs: Any
+    ) -> SaveResult:
+        """Save one session of this runner's session service (VeADK's name for ``add_session_to_memory``).
+
+        ``kwargs`` go to ``add_session_to_memory`` (``auto_save_memory_policy=``, ``reconsider=``).
+        """
+        if self.long_term_memory is None:
+            raise ConfigurationError(
+                "this Runner has no long-term memory: give the agent long_term_memory=LongTermMemory(...) "
+                "or pass memory_service=LongTermMemory(...) to the Runner."
+            )
+        app_name, user_id = app_name or self.app_name, user_id or self.user_id
+        session = await self.session_service.get_session(app_name=app_name, user_id=user_id, session_id=session_id)
+        if session is None:
+            raise InvalidInputError(
+                f"session {session_id!r} of user {user_id!r} in app {app_name!r} is not in this runner's "
+                "session service; check the ids (user_id defaults to the runner's user_id)."
+            )
+        return await self.long_term_memory.add_session_to_memory(session, **kwargs)
 
     async def close(self) -> None:
-        memories = []
-        for a in _walk(self.agent):
-            m = getattr(a, "long_term_memory", None)
+        memories: list[LongTermMemory] = []
+        for m in [*(getattr(a, "long_term_memory", None) for a in _walk(self.agent)), self.long_term_memory]:
             if m is not None and all(m is not x for x in memories):
                 memories.append(m)
         try:
@@ -110,7 +252,7 @@ class Runner(_AdkRunner):
             await super().close()
 
 
-def _walk(agent: Any):
+def _walk(agent: Any) -> Iterator[Any]:
     if agent is None:
         return
     yield agent
@@ -118,4 +260,4 @@ def _walk(agent: Any):
         yield from _walk(sub)
 
 
-__all__ = ["Agent", "Runner"]
+__all__ = ["Agent", "LoadMemory", "PreloadMemory", "Runner"]

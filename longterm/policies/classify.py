@@ -3,7 +3,10 @@
 The seam: ``classify(event) -> Classified`` (a role and a list of ``Unit``s). The policy
 (``policy.py``) only decides which units to keep; it never looks at raw parts.
 
-Role normalisation (first matching row wins):
+Role normalisation (first matching row wins). ``ROLE_ALIASES`` is the one table of role
+names: events are read through it here, and policies (``include_roles``/``exclude_roles``)
+through ``canonical_role``, so ``assistant`` in a policy means what ``assistant`` means
+in an event.
 
 | condition                                                      | role     |
 |----------------------------------------------------------------|----------|
@@ -27,7 +30,7 @@ Part to unit (a part gives one unit; the unit's type names are what include/excl
 | ``text`` blank                         | text (empty)                     | the part |
 | ``function_call``                      | function_call, tool_call         | the part |
 | ``function_response``                  | function_response, tool_response | the part |
-| ``inline_data`` / ``file_data``        | media                            | a text line with mime type and size (bytes are never stored) |
+| ``inline_data`` / ``file_data``        | media                            | "[media: mime, size]" (no bytes) |
 | ``executable_code``                    | executable_code                  | the part |
 | ``code_execution_result``              | code_execution_result            | the part |
 | none of the above                      | (dropped)                        | - |
@@ -52,10 +55,19 @@ from pydantic_core import to_jsonable_python
 from ..records import repair_tree
 from ..sessions import Event, Part
 
-USER_ROLES = frozenset({"user", "human"})
-MODEL_ROLES = frozenset({"model", "assistant", "ai", "agent", "bot"})
-TOOL_ROLES = frozenset({"tool", "function"})
-SYSTEM_ROLES = frozenset({"system", "developer"})
+#: Every accepted spelling of a role, lower-cased, to its canonical name.
+ROLE_ALIASES: dict[str, str] = {
+    **dict.fromkeys(("user", "human"), "user"),
+    **dict.fromkeys(("model", "assistant", "ai", "agent", "bot"), "model"),
+    **dict.fromkeys(("tool", "function"), "tool"),
+    **dict.fromkeys(("system", "developer"), "system"),
+}
+
+
+def canonical_role(name: str) -> str:
+    """``name`` by the alias table (``Assistant`` -> ``model``); other names lower-cased."""
+    role = name.strip().lower()
+    return ROLE_ALIASES.get(role, role)
 
 
 @dataclass(slots=True)
@@ -80,15 +92,7 @@ def normalize_role(event: Event) -> str:
     parts = content.parts if content else []
     if parts and all(p.function_response is not None for p in parts):
         return "tool"
-    role = (content.role or "").strip().lower() if content else ""
-    if role in USER_ROLES:
-        return "user"
-    if role in MODEL_ROLES:
-        return "model"
-    if role in TOOL_ROLES:
-        return "tool"
-    if role in SYSTEM_ROLES:
-        return "system"
+    role = canonical_role(content.role or "") if content else ""
     if role:
         return role
     author = event.author.strip().lower()

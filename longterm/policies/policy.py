@@ -16,8 +16,10 @@ A field given explicitly (``MemoryAutoSavePolicy(preset="default", include_roles
 "model"])``) overrides the preset's value for that field only; the rest stays the preset's.
 
 How a unit (see classify.py) is kept, all conditions together:
-1. the event's role passes include_roles/exclude_roles and its author passes
-   include_authors/exclude_authors (exact, case-sensitive author names);
+1. the event's role passes include_roles/exclude_roles (role names go through the same
+   alias table as events, ``classify.ROLE_ALIASES``: ``assistant`` is ``model``, ``human``
+   is ``user``) and its author passes include_authors/exclude_authors (exact,
+   case-sensitive author names);
 2. thought units need include_thought; blank text units need include_empty_text;
 3. text_only keeps only text, thought and transcription units;
 4. one of the unit's type names is in include_event_types (when set) and none is in
@@ -30,13 +32,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from ..errors import ConfigurationError
 from ..sessions import Event
-from .classify import classify
+from .classify import canonical_role, classify
 
 
 class MemoryEventType(str, Enum):
@@ -57,6 +59,9 @@ class MemoryEventType(str, Enum):
 
 _EVENT_TYPES = {t.value for t in MemoryEventType}
 _TEXTUAL = frozenset({"text", "thought", "transcription"})
+_NAME_LISTS = (
+    "include_roles", "exclude_roles", "include_authors", "exclude_authors", "include_event_types", "exclude_event_types"
+)
 
 PRESETS: dict[str, dict[str, Any]] = {
     "default": dict(include_roles=["user"], text_only=True, include_thought=False, include_empty_text=False),
@@ -82,22 +87,22 @@ class MemoryAutoSavePolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     preset: Literal["default", "all", "custom"] = "default"
-    include_roles: Optional[list[str]] = None
-    exclude_roles: Optional[list[str]] = None
-    include_authors: Optional[list[str]] = None
-    exclude_authors: Optional[list[str]] = None
-    include_event_types: Optional[list[str]] = None
-    exclude_event_types: Optional[list[str]] = None
-    text_only: Optional[bool] = None
-    include_thought: Optional[bool] = None
-    include_empty_text: Optional[bool] = None
+    include_roles: list[str] | None = None
+    exclude_roles: list[str] | None = None
+    include_authors: list[str] | None = None
+    exclude_authors: list[str] | None = None
+    include_event_types: list[str] | None = None
+    exclude_event_types: list[str] | None = None
+    text_only: bool | None = None
+    include_thought: bool | None = None
+    include_empty_text: bool | None = None
 
     @field_validator("include_roles", "exclude_roles", mode="before")
     @classmethod
     def _roles(cls, v: Any) -> Any:
         if isinstance(v, str):
             v = [v]
-        return None if v is None else [str(r).strip().lower() for r in v]
+        return None if v is None else [canonical_role(str(r)) for r in v]
 
     @field_validator("include_authors", "exclude_authors", mode="before")
     @classmethod
@@ -129,12 +134,12 @@ class MemoryAutoSavePolicy(BaseModel):
     def _rules(self) -> dict[str, Any]:
         """The fields in force, with the name lists as frozensets (``None`` = no filter)."""
         rules = {name: self.effective(name) for name in type(self).model_fields if name != "preset"}
-        for name in ("include_roles", "exclude_roles", "include_authors", "exclude_authors", "include_event_types", "exclude_event_types"):
+        for name in _NAME_LISTS:
             value = rules[name]
             rules[name] = None if value is None else frozenset(value)
         return rules
 
-    def select(self, event: Event) -> Optional[Selected]:
+    def select(self, event: Event) -> Selected | None:
         """The kept part of ``event``, or None when nothing of it is kept."""
         c = classify(event)
         rules = self._rules
@@ -167,8 +172,8 @@ class MemoryAutoSavePolicy(BaseModel):
             return None
         if len(kept) == 1:  # the common case, without the merging below
             u = kept[0]
-            return Selected(role=c.role, event_types=list(u.types), text=u.text, parts=[] if u.part is None else [u.part],
-                            media=[] if u.media is None else [u.media])  # fmt: skip
+            parts, media = [] if u.part is None else [u.part], [] if u.media is None else [u.media]
+            return Selected(role=c.role, event_types=list(u.types), text=u.text, parts=parts, media=media)
         types = list(dict.fromkeys(t for u in kept for t in u.types))
         return Selected(
             role=c.role,
@@ -192,7 +197,7 @@ def resolve_policy(policy: Any) -> MemoryAutoSavePolicy:
                 raise ConfigurationError(
                     f"unknown auto-save policy preset {policy!r}; use one of {', '.join(PRESETS)}."
                 )
-            return MemoryAutoSavePolicy(preset=name)
+            return MemoryAutoSavePolicy.model_validate({"preset": name})
         if isinstance(policy, dict):
             return MemoryAutoSavePolicy.model_validate(policy)
     except ValidationError as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from pathlib import Path
 
 import pytest
@@ -14,10 +15,11 @@ from google.adk.tools.load_memory_tool import LoadMemoryTool
 from google.adk.tools.preload_memory_tool import PreloadMemoryTool
 from google.genai import types
 
-from longterm import ConfigurationError, LongTermMemory
+from longterm import ConfigurationError, LongTermMemory, MemoryAutoSavePolicy
 from longterm.backends.local import LocalBackend
 from longterm.integrations.adk import Agent, Runner
-from longterm.integrations.scripted_llm import ScriptedLlm
+from longterm.retrieval.embedders import HashingEmbedder
+from longterm.testing.scripted_llm import ScriptedLlm
 
 APP = "assistant_app"
 
@@ -37,7 +39,8 @@ async def say(runner: Runner, sessions: InMemorySessionService, user: str, sessi
 
 
 def tool_output(events: list) -> str:
-    return str([p.function_response.response for e in events if e.content for p in e.content.parts if p.function_response])
+    parts = [p for e in events if e.content for p in e.content.parts or []]
+    return str([p.function_response.response for p in parts if p.function_response])
 
 
 async def eventually(cond, timeout: float = 5.0):
@@ -77,22 +80,167 @@ async def test_message_threshold(tmp_path: Path):
     await eventually(lambda: _count(memory, "bo", 2))
 
 
-async def test_time_threshold(tmp_path: Path):
-    memory, agent, sessions, runner = make(tmp_path, min_messages_threshold=100, min_time_threshold=0.3)
+async def test_time_threshold_fires_without_another_turn(tmp_path: Path):
+    # The user says one thing and leaves: the idle timer saves it; no later turn is needed.
+    memory, agent, sessions, runner = make(tmp_path, min_messages_threshold=100, min_time_threshold=0.2)
     await say(runner, sessions, "cy", "s1", "fact one")
-    await asyncio.sleep(0.1)
-    assert await memory.count(app_name=APP, user_id="cy") == 0
-    await asyncio.sleep(0.3)
+    await eventually(lambda: _count(memory, "cy", 1))
     await say(runner, sessions, "cy", "s1", "fact two")
     await eventually(lambda: _count(memory, "cy", 2))
+    await eventually(lambda: _untracked(agent))  # saved and idle: forgotten
+
+
+async def _untracked(agent: Agent) -> bool:
+    return agent.auto_saver.tracked() == 0
 
 
 async def test_new_session_saves_the_previous_tail(tmp_path: Path):
     memory, agent, sessions, runner = make(tmp_path, min_messages_threshold=100, min_time_threshold=3600)
     await say(runner, sessions, "di", "old", "I was born in Porto")
     await say(runner, sessions, "di", "new", "hello again")
-    await eventually(lambda: _count(memory, "di", 1))
-    assert (await memory.search_memory(app_name=APP, user_id="di", query="born")).memories[0].custom_metadata["session_id"] == "old"
+    assert await memory.count(app_name=APP, user_id="di") == 1  # saved when the new turn started
+    hit = (await memory.search_memory(app_name=APP, user_id="di", query="born")).memories[0]
+    assert hit.custom_metadata["session_id"] == "old"
+
+
+# -- save before recall ---------------------------------------------------------------------
+
+async def test_next_session_recalls_the_last_one_in_its_first_turn(tmp_path: Path):
+    # Default thresholds (10 events, 60 s): session A's one turn is far below both.
+    memory, agent, sessions, runner = make(tmp_path)
+    await say(runner, sessions, "jo", "A", "My passport expires in August 2027")
+    events = await say(runner, sessions, "jo", "B", "recall: passport")
+    assert "August 2027" in tool_output(events)
+    await runner.close()
+
+
+async def test_save_before_recall_covers_only_that_users_sessions(tmp_path: Path):
+    memory, agent, sessions, runner = make(tmp_path)
+    await say(runner, sessions, "ka", "A", "Ka likes plums")
+    await say(runner, sessions, "lu", "A", "Lu likes pears")
+    await say(runner, sessions, "ka", "B", "recall: likes")
+    assert await memory.count(app_name=APP, user_id="ka") == 1
+    assert await memory.count(app_name=APP, user_id="lu") == 0  # lu started no turn: nothing forced
+    await runner.close()
+
+
+async def test_a_slow_save_delays_the_turn_by_the_timeout_at_most(tmp_path: Path):
+    gate = threading.Event()
+
+    class SlowToStore(HashingEmbedder):  # saving hangs; searching does not
+        def embed(self, texts, *, kind="passage"):
+            if kind == "passage":
+                gate.wait(30)
+            return super().embed(texts, kind=kind)
+
+    memory = LongTermMemory(backend=LocalBackend(tmp_path / "m.db", embedder=SlowToStore()), app_name=APP)
+    agent = Agent(name="assistant", model=ScriptedLlm(), long_term_memory=memory, save_before_recall_timeout=0.05)
+    sessions = InMemorySessionService()
+    runner = Runner(agent=agent, app_name=APP, session_service=sessions)
+    await say(runner, sessions, "mo", "A", "My locker is number 12")
+    events = await say(runner, sessions, "mo", "B", "recall: locker")  # A's save hangs: the turn goes on
+    assert events[-1].content.parts[0].text.startswith("From memory:")
+    gate.set()
+    await eventually(lambda: _count(memory, "mo", 1))  # the save went on in the background
+    await runner.close()
+
+
+class RecordingLlm(ScriptedLlm):
+    """The scripted model, also keeping the text of every request it was sent."""
+
+    requests: list[str] = []
+
+    async def generate_content_async(self, llm_request, stream: bool = False):
+        self.requests.append(" ".join(p.text or "" for c in llm_request.contents for p in c.parts or []))
+        async for response in super().generate_content_async(llm_request, stream):
+            yield response
+
+
+FACT = "记一下：我对花生过敏，而且我是素食者。"
+
+
+async def test_veadk_example_recalls_in_session_twos_first_turn():
+    # VeADK's documented cross-session example: default settings, VeADK's Runner calls.
+    memory = LongTermMemory(backend="local", app_name="ltm_demo")
+    agent = Agent(name="ltm_agent", model=ScriptedLlm(), long_term_memory=memory, auto_save_session=True)
+    runner = Runner(agent=agent, app_name="ltm_demo", user_id="user-42")
+    assert await runner.run(messages=FACT, session_id="session-1") == "ok"
+    reply = await runner.run(messages="recall: 饮食限制 过敏 素食", session_id="session-2")
+    assert "花生过敏" in reply and "素食者" in reply
+    await runner.close()
+
+
+async def test_veadk_example_with_preload_memory():
+    model = RecordingLlm(requests=[])
+    memory = LongTermMemory(backend="local", app_name="ltm_demo")
+    agent = Agent(name="ltm_agent", model=model, long_term_memory=memory, preload_memory=True)
+    runner = Runner(agent=agent, app_name="ltm_demo", user_id="user-42")
+    await runner.run(messages=FACT, session_id="session-1")
+    await runner.run(messages="我有什么饮食限制？我对什么过敏？", session_id="session-2")
+    assert FACT in model.requests[-1]  # preloaded into session 2's first model call
+    await runner.close()
+
+
+# -- role names and reconsidering -------------------------------------------------------------
+
+async def test_veadk_policy_with_assistant_role_keeps_the_models_words(tmp_path: Path):
+    policy = MemoryAutoSavePolicy(preset="custom", include_roles=["user", "assistant"])
+    memory, agent, sessions, runner = make(tmp_path, min_messages_threshold=1, auto_save_memory_policy=policy)
+    await say(runner, sessions, "ny", "s1", "hello")
+    await eventually(lambda: _count(memory, "ny", 2))
+    assert sorted([r.role async for r in memory.iter_records(app_name=APP, user_id="ny")]) == ["model", "user"]
+    await runner.close()
+
+
+@pytest.mark.parametrize("reconsider, saved", [(False, 3), (True, 4)])
+async def test_an_agent_can_reconsider_what_an_older_policy_dropped(tmp_path: Path, reconsider: bool, saved: int):
+    memory, agent, sessions, runner = make(tmp_path, min_messages_threshold=1)  # default policy: user text only
+    await say(runner, sessions, "ol", "s1", "first question")
+    await runner.close()
+    assert await memory.count(app_name=APP, user_id="ol") == 1  # the reply "ok" was dropped, and marked handled
+    await memory.close()
+
+    both = {"preset": "custom", "include_roles": ["user", "assistant"]}
+    memory2, agent2, _, _ = make(tmp_path, min_messages_threshold=1, auto_save_memory_policy=both,
+                                 auto_save_reconsider=reconsider)
+    runner2 = Runner(agent=agent2, app_name=APP, session_service=sessions)
+    await say(runner2, sessions, "ol", "s1", "second question")
+    await runner2.close()
+    # the second turn's question and reply, plus (reconsidered) the first turn's reply
+    assert await memory2.count(app_name=APP, user_id="ol") == saved
+
+
+# -- memory failure is not a turn failure -------------------------------------------------------
+
+class Unsearchable(LocalBackend):
+    def _fulltext(self, *args, **kwargs):
+        raise ConnectionError("search node on fire")
+
+
+def make_unsearchable(tmp_path: Path, **agent_kwargs):
+    memory = LongTermMemory(backend=Unsearchable(tmp_path / "m.db"), app_name=APP)
+    agent = Agent(name="assistant", model=ScriptedLlm(), long_term_memory=memory, **agent_kwargs)
+    sessions = InMemorySessionService()
+    return sessions, Runner(agent=agent, app_name=APP, session_service=sessions)
+
+
+async def test_failing_search_tells_the_model_and_the_turn_completes(tmp_path: Path, caplog: pytest.LogCaptureFixture):
+    sessions, runner = make_unsearchable(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        events = await say(runner, sessions, "pa", "s1", "recall: anything")
+    assert "memory is unavailable" in tool_output(events)
+    assert events[-1].content.parts[0].text.startswith("From memory:")  # the model went on to answer
+    assert "search node on fire" in caplog.text
+    await runner.close()
+
+
+async def test_failing_preload_leaves_the_turn_without_memories(tmp_path: Path, caplog: pytest.LogCaptureFixture):
+    sessions, runner = make_unsearchable(tmp_path, preload_memory=True)
+    with caplog.at_level(logging.WARNING):
+        events = await say(runner, sessions, "qu", "s1", "what do you know about me?")
+    assert events[-1].content.parts[0].text == "ok"
+    assert "search node on fire" in caplog.text
+    await runner.close()
 
 
 async def test_runner_close_flushes_every_tail(tmp_path: Path):
@@ -157,11 +305,14 @@ def test_tools_are_the_agents_own(tmp_path: Path):
 
 
 @pytest.mark.parametrize("var, value, message", [
-    ("LONGTERM_MIN_MESSAGES_THRESHOLD", "ten", "MIN_MESSAGES_THRESHOLD from environment variable LONGTERM_MIN_MESSAGES_THRESHOLD must be an integer"),
+    ("LONGTERM_MIN_MESSAGES_THRESHOLD", "ten",
+     "MIN_MESSAGES_THRESHOLD from environment variable LONGTERM_MIN_MESSAGES_THRESHOLD must be an integer"),
     ("MIN_TIME_THRESHOLD", "-5", "must be zero or more"),
     ("MIN_MESSAGES_THRESHOLD", "0", "at least 1"),
 ])
-def test_bad_thresholds_fail_at_construction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, var: str, value: str, message: str):
+def test_bad_thresholds_fail_at_construction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, var: str, value: str, message: str
+):
     monkeypatch.setenv(var, value)
     with pytest.raises(ConfigurationError, match=message):
         make(tmp_path)

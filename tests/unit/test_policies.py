@@ -70,16 +70,19 @@ def test_unknown_part_is_dropped():
     assert len(classify(ev([{"video_metadata": {"fps": 1}}, {"text": "x"}], "user")).units) == 1
 
 
+ALL = MemoryAutoSavePolicy(preset="all")
+
+
 def test_media_keeps_size_and_mime_never_bytes():
     data = b"\x00\x01" * 5000
-    sel = MemoryAutoSavePolicy(preset="all").select(ev([{"inline_data": {"mime_type": "image/png", "data": data}}], "user"))
+    sel = ALL.select(ev([{"inline_data": {"mime_type": "image/png", "data": data}}], "user"))
     assert sel.media == [{"mime_type": "image/png", "size_bytes": 10000}]
     assert sel.parts == [{"text": "[media: image/png, 10000 bytes]"}]
     assert "\x00" not in repr(sel.parts)
 
 
 def test_media_base64_size():
-    sel = MemoryAutoSavePolicy(preset="all").select(ev([{"inline_data": {"mime_type": "image/png", "data": "AAECAw=="}}], "user"))
+    sel = ALL.select(ev([{"inline_data": {"mime_type": "image/png", "data": "AAECAw=="}}], "user"))
     assert sel.media[0]["size_bytes"] == 4
 
 
@@ -172,6 +175,37 @@ def test_role_and_author_filters(fields, role, author, kept):
     assert (p.select(ev([{"text": "t"}], role, author)) is not None) is kept
 
 
+def test_veadk_example_policy_keeps_assistant_events():
+    # VeADK's documented policy; its roles are user | assistant | system.
+    p = MemoryAutoSavePolicy(
+        preset="custom",
+        include_roles=["user", "assistant"],
+        include_event_types=["text", "function_call", "function_response"],
+        include_thought=False,
+    )
+    assert p.select(ev([{"text": "Noted: no peanuts."}], "model", "ltm_agent")).text == "Noted: no peanuts."
+    assert p.select(ev([{"text": "I am vegetarian"}], "user")) is not None
+    assert p.select(ev([{"text": "be brief"}], "system")) is None
+
+
+@pytest.mark.parametrize(
+    "policy_role, event_role, author",
+    [
+        ("assistant", "model", "agent"),  # how users write it, how ADK stores it
+        ("Assistant", None, "my_agent"),  # ADK events without a role are the model's
+        ("ai", "assistant", "agent"),
+        ("human", "user", "user"),
+        ("function", "tool", "agent"),
+        ("developer", "system", "system"),
+        ("narrator", "Narrator", "agent"),  # a role outside the table: itself, lower-cased
+    ],
+)
+def test_policies_read_role_names_through_the_events_alias_table(policy_role, event_role, author):
+    event = ev([{"text": "t"}], event_role, author)
+    assert MemoryAutoSavePolicy(preset="custom", include_roles=[policy_role]).select(event) is not None
+    assert MemoryAutoSavePolicy(preset="custom", exclude_roles=[policy_role]).select(event) is None
+
+
 def test_event_type_filters_work_on_parts():
     p = MemoryAutoSavePolicy(preset="custom", include_event_types=["tool_call"])
     sel = p.select(ev(MIXED, "model"))
@@ -185,7 +219,8 @@ def test_event_type_filters_work_on_parts():
 
 def test_text_only_keeps_text_thought_and_transcription():
     p = MemoryAutoSavePolicy(preset="all", text_only=True)
-    sel = p.select(ev(MIXED + [{"inline_data": {"mime_type": "a/b", "data": b"x"}}], "model", input_transcription={"text": "voice"}))
+    media = {"inline_data": {"mime_type": "a/b", "data": b"x"}}
+    sel = p.select(ev([*MIXED, media], "model", input_transcription={"text": "voice"}))
     assert sel.event_types == ["text", "thought", "transcription"]
 
 

@@ -10,13 +10,12 @@ it calls ``load_memory`` with the rest as the query; otherwise it says "ok".
 from __future__ import annotations
 
 import json
-from typing import AsyncGenerator
+from collections.abc import AsyncGenerator
 
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
-
 
 _USAGE = types.GenerateContentResponseUsageMetadata(prompt_token_count=0, candidates_token_count=0, total_token_count=0)
 
@@ -24,7 +23,9 @@ _USAGE = types.GenerateContentResponseUsageMetadata(prompt_token_count=0, candid
 class ScriptedLlm(BaseLlm):
     model: str = "scripted"
 
-    async def generate_content_async(self, llm_request: LlmRequest, stream: bool = False) -> AsyncGenerator[LlmResponse, None]:
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
         last = llm_request.contents[-1] if llm_request.contents else None
         parts = last.parts if last and last.parts else []
         fr = next((p.function_response for p in parts if p.function_response), None)
@@ -34,7 +35,9 @@ class ScriptedLlm(BaseLlm):
             return
         said = " ".join(p.text for p in parts if p.text) if last and last.role == "user" else ""
         if said.startswith("recall:"):
-            call = types.FunctionCall(name="load_memory", args={"query": said[len("recall:"):].strip()})
-            yield LlmResponse(usage_metadata=_USAGE, content=types.Content(role="model", parts=[types.Part(function_call=call)]))
+            call = types.FunctionCall(name="load_memory", args={"query": said[len("recall:") :].strip()})
+            yield LlmResponse(
+                usage_metadata=_USAGE, content=types.Content(role="model", parts=[types.Part(function_call=call)])
+            )
             return
         yield LlmResponse(usage_metadata=_USAGE, content=types.Content(role="model", parts=[types.Part(text="ok")]))
