@@ -33,8 +33,6 @@ from longterm import LongTermMemory  # noqa: E402
 from longterm.retrieval.sparse import document_vector, query_vector  # noqa: E402
 
 
-
-
 def points(data):
     for s in data:
         for e in s["events"]:
@@ -43,28 +41,35 @@ def points(data):
 
 
 async def ours(tmp: Path, data, qs, engine: str) -> dict:
-    memory = LongTermMemory(
-        backend="qdrant", backend_config={"path": str(tmp / f"ours-{engine}"), "engine": engine}, index="bench",
-    )
-    return await through_api(memory, data, qs)
+    config = {"path": str(tmp / f"ours-{engine}"), "engine": engine}
+    return await through_api(LongTermMemory(backend="qdrant", backend_config=config, index="bench"), data, qs)
 
 
 def raw_client(tmp: Path, data, qs) -> dict:
-    from qdrant_client import QdrantClient, models as m
+    from qdrant_client import QdrantClient
+    from qdrant_client import models as m
+
+    def sparse(vector: tuple[list[int], list[float]]) -> m.SparseVector:
+        return m.SparseVector(indices=vector[0], values=vector[1])
 
     c = QdrantClient(path=str(tmp / "raw"))
-    c.create_collection("b", vectors_config={}, sparse_vectors_config={"text": m.SparseVectorParams(modifier=m.Modifier.IDF)})
+    c.create_collection(
+        "b", vectors_config={}, sparse_vectors_config={"text": m.SparseVectorParams(modifier=m.Modifier.IDF)}
+    )
     pts = list(points(data))
     t = time.perf_counter()
     for i in range(0, len(pts), 100):
-        batch = [m.PointStruct(id=pid, vector={"text": m.SparseVector(**dict(zip(("indices", "values"), document_vector(text))))}, payload={"user_id": u, "text": text}) for pid, text, u in pts[i:i + 100]]
+        batch = [
+            m.PointStruct(id=pid, vector={"text": sparse(document_vector(text))}, payload={"user_id": u, "text": text})
+            for pid, text, u in pts[i : i + 100]
+        ]
         c.upsert("b", batch, wait=True)
     rate = len(pts) / (time.perf_counter() - t)
     lat = []
     for i, q in enumerate(qs):
         flt = m.Filter(must=[m.FieldCondition(key="user_id", match=m.MatchValue(value=f"user-{i % USERS}"))])
         t = time.perf_counter()
-        c.query_points("b", query=m.SparseVector(**dict(zip(("indices", "values"), query_vector(q)))), using="text", query_filter=flt, limit=5, with_payload=True)
+        c.query_points("b", query=sparse(query_vector(q)), using="text", query_filter=flt, limit=5, with_payload=True)
         lat.append(time.perf_counter() - t)
     c.close()
     return {"rate": rate, "lat": lat}
@@ -73,20 +78,25 @@ def raw_client(tmp: Path, data, qs) -> dict:
 def raw_edge(tmp: Path, data, qs) -> dict:
     import qdrant_edge as e
 
-    shard = e.EdgeShard.create(str(tmp / "edge"), e.EdgeConfig(sparse_vectors={"text": e.EdgeSparseVectorParams(modifier=e.Modifier.Idf)}))
+    config = e.EdgeConfig(sparse_vectors={"text": e.EdgeSparseVectorParams(modifier=e.Modifier.Idf)})
+    shard = e.EdgeShard.create(str(tmp / "edge"), config)
     shard.update(e.UpdateOperation.create_field_index("user_id", e.PayloadSchemaType.Keyword))
     pts = list(points(data))
     t = time.perf_counter()
     for i in range(0, len(pts), 100):
-        batch = [e.Point(pid, {"text": e.SparseVector(*document_vector(text))}, {"user_id": u, "text": text}) for pid, text, u in pts[i:i + 100]]
+        batch = [
+            e.Point(pid, {"text": e.SparseVector(*document_vector(text))}, {"user_id": u, "text": text})
+            for pid, text, u in pts[i : i + 100]
+        ]
         shard.update(e.UpdateOperation.upsert_points(batch))
     shard.flush()
     rate = len(pts) / (time.perf_counter() - t)
     lat = []
     for i, q in enumerate(qs):
         flt = e.Filter(must=[e.FieldCondition(key="user_id", match=e.MatchValue(f"user-{i % USERS}"))])
+        query = e.Query.Nearest(e.SparseVector(*query_vector(q)), using="text")
         t = time.perf_counter()
-        shard.query(e.QueryRequest(limit=5, query=e.Query.Nearest(e.SparseVector(*query_vector(q)), using="text"), filter=flt, with_payload=True))
+        shard.query(e.QueryRequest(limit=5, query=query, filter=flt, with_payload=True))
         lat.append(time.perf_counter() - t)
     shard.close()
     return {"rate": rate, "lat": lat}
@@ -109,16 +119,21 @@ def main() -> None:
             data = list(sessions(n, USERS))
             d = Path(tmp) / str(n)
             d.mkdir()
-            runs = [("raw qdrant-edge", lambda: raw_edge(d, data, qs)),
-                    ("longterm qdrant, engine=edge (default)", lambda: asyncio.run(ours(d, data, qs, "edge")))]
+            runs = [("raw qdrant-edge", "raw", "edge"), ("longterm qdrant, engine=edge (default)", "ours", "edge")]
             if n <= args.local_max:  # the pure-Python local mode takes minutes beyond this
-                runs += [("raw qdrant-client local", lambda: raw_client(d, data, qs)),
-                         ("longterm qdrant, engine=local", lambda: asyncio.run(ours(d, data, qs, "local")))]
-            for label, fn in runs:
+                runs += [
+                    ("raw qdrant-client local", "raw", "local"),
+                    ("longterm qdrant, engine=local", "ours", "local"),
+                ]
+            for label, who, engine in runs:
                 console.print(f"{n:,} records: {label} ...")
-                r = fn()
-                console.print(f"   saves/s {r['rate']:,.0f}, search p50 {pct(r['lat'], 0.5):.2f} ms, p95 {pct(r['lat'], 0.95):.2f} ms")
-                table.add_row(f"{n:,}", label, f"{r['rate']:,.0f}", f"{pct(r['lat'], 0.5):.2f}", f"{pct(r['lat'], 0.95):.2f}", f"{1 / max(1e-9, sum(r['lat']) / len(r['lat'])):,.0f}")
+                if who == "ours":
+                    r = asyncio.run(ours(d, data, qs, engine))
+                else:
+                    r = (raw_edge if engine == "edge" else raw_client)(d, data, qs)
+                p50, p95, qps = pct(r["lat"], 0.5), pct(r["lat"], 0.95), len(r["lat"]) / max(1e-9, sum(r["lat"]))
+                console.print(f"   saves/s {r['rate']:,.0f}, search p50 {p50:.2f} ms, p95 {p95:.2f} ms")
+                table.add_row(f"{n:,}", label, f"{r['rate']:,.0f}", f"{p50:.2f}", f"{p95:.2f}", f"{qps:,.0f}")
     console.print(table)
 
 

@@ -228,7 +228,9 @@ class Engine:
             try:
                 self._prepare()
                 return fn(*args)
-            except Exception as exc:
+            except (KeyboardInterrupt, SystemExit, GeneratorExit):
+                raise
+            except BaseException as exc:  # native engines panic with BaseExceptions (pyo3's PanicException)
                 err, reopen = self._translate(exc, what)
                 if reopen and attempt == 0:
                     log.warning("%s %s: %s; preparing the store again and retrying once", self.name, self.where, err)
@@ -355,7 +357,7 @@ class Engine:
             return
         try:
             await asyncio.wrap_future(self._pool.submit(self._close))
-        except Exception:  # closing: nothing left to release, but say what happened
+        except BaseException:  # closing: nothing left to release, but say what happened
             log.debug("closing %s %s", self.name, self.where, exc_info=True)
         finally:
             self._closed = True

@@ -1,24 +1,41 @@
-"""Qdrant-specific behaviour: embedded mode's single-process lock, hybrid fusion modes,
-embedder checks, configuration. (No Qdrant server runs on this machine: the url path is
-exercised only against a closed port; see README.)"""
+"""Qdrant-specific behaviour of both engines (qdrant-edge, and qdrant-client in local mode):
+the embedded single-process lock, hybrid fusion modes, embedder identity, the ledger inside
+the store, erasing, closing, configuration. (No Qdrant server runs on this machine: the url
+path is exercised only against a closed port; see README.)"""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from longterm import BackendUnavailableError, ConfigurationError, LongTermMemory
-from longterm.backends.qdrant import QdrantBackend, collection_name
-from longterm.backends.qdrant_edge import QdrantEdgeBackend
+from longterm.backends.qdrant import QdrantBackend, QdrantEdgeBackend, collection_name
 from longterm.retrieval.embedders import HashingEmbedder
 from tests.conftest import make_session
 from tests.services.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
+ENGINES = ["edge", "local"]
+
+
+def _memory(path: Path, engine: str, **kwargs) -> LongTermMemory:
+    config = {"path": str(path), "engine": engine, **kwargs.pop("config", {})}
+    return LongTermMemory(backend="qdrant", backend_config=config, **kwargs)
+
+
+class OtherEmbedder(HashingEmbedder):
+    """Another embedder of the same dimension: its vectors must never mix with HashingEmbedder's."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim)
+        self.id = f"other-{dim}"
 
 
 async def test_second_process_gets_a_clear_error_not_a_hang(tmp_path: Path):
@@ -28,7 +45,8 @@ async def test_second_process_gets_a_clear_error_not_a_hang(tmp_path: Path):
     code = (
         "import sys; from longterm import LongTermMemory, BackendUnavailableError\n"
         f"m = LongTermMemory(backend='qdrant', backend_config={{'path': {path!r}}})\n"
-        "try:\n    m.count_sync(app_name='app', user_id='u1')\nexcept BackendUnavailableError as e:\n    print(e); sys.exit(3)"
+        "try:\n    m.count_sync(app_name='app', user_id='u1')\n"
+        "except BackendUnavailableError as e:\n    print(e); sys.exit(3)"
     )
     start = time.monotonic()
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
@@ -40,17 +58,42 @@ async def test_second_process_gets_a_clear_error_not_a_hang(tmp_path: Path):
 
 async def test_unreachable_server_is_a_clear_error():
     memory = LongTermMemory(backend="qdrant", backend_config={"url": f"http://127.0.0.1:{free_port()}", "timeout": 2})
-    with pytest.raises(BackendUnavailableError, match=r"cannot reach Qdrant at http://127\.0\.0\.1:\d+"):
+    with pytest.raises(BackendUnavailableError, match=r"cannot reach qdrant at http://127\.0\.0\.1:\d+"):
         await memory.search_memory(app_name="a", user_id="u", query="hello")
     await memory.close()
 
 
-@pytest.mark.parametrize("engine", ["edge", "local"])
+@pytest.mark.filterwarnings("ignore:Api key is used with an insecure connection")
+async def test_a_refused_api_key_is_a_configuration_error():
+    """Every request answered 401 (a server refusing the key): the error says which key to check."""
+
+    class Refuse(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(401)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    memory = LongTermMemory(backend="qdrant", backend_config={"url": url, "api_key": "wrong", "timeout": 5})
+    try:
+        with pytest.raises(ConfigurationError, match="LONGTERM_QDRANT_API_KEY"):
+            await memory.count(app_name="a", user_id="u")
+    finally:
+        await memory.close()
+        server.shutdown()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("fusion", ["convex", "rrf"])
 async def test_hybrid_search(tmp_path: Path, fusion: str, engine: str):
-    cfg = {"path": str(tmp_path / "q"), "fusion": fusion, "engine": engine}
-    memory = LongTermMemory(backend="qdrant", backend_config=cfg, embedder=HashingEmbedder(64))
-    await memory.add_session_to_memory(make_session(turns=[("user", "bees make honey in summer"), ("user", "my car is blue")]))
+    memory = _memory(tmp_path / "q", engine, config={"fusion": fusion}, embedder=HashingEmbedder(64))
+    turns = [("user", "bees make honey in summer"), ("user", "my car is blue")]
+    await memory.add_session_to_memory(make_session(turns=turns))
     await memory.add_session_to_memory(make_session(user="other", turns=[("user", "other user's bees and honey")]))
     res = await memory.search_memory(app_name="app", user_id="u1", query="honey bees")
     assert res.memories[0].content.parts[0].text == "bees make honey in summer"
@@ -58,16 +101,105 @@ async def test_hybrid_search(tmp_path: Path, fusion: str, engine: str):
     await memory.close()
 
 
-@pytest.mark.parametrize("engine", ["edge", "local"])
-async def test_embedder_dimension_is_checked(tmp_path: Path, engine: str):
-    cfg = {"path": str(tmp_path / "q"), "engine": engine}
-    m = LongTermMemory(backend="qdrant", backend_config=cfg, embedder=HashingEmbedder(64))
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("other", [HashingEmbedder(32), OtherEmbedder(64)], ids=["other-dim", "same-dim"])
+async def test_a_store_refuses_another_embedder(tmp_path: Path, engine: str, other: HashingEmbedder):
+    m = _memory(tmp_path / "q", engine, embedder=HashingEmbedder(64))
     await m.add_session_to_memory(make_session())
     await m.close()
-    other = LongTermMemory(backend="qdrant", backend_config=cfg, embedder=HashingEmbedder(32))
+    again = _memory(tmp_path / "q", engine, embedder=other)
     with pytest.raises(ConfigurationError, match="Vectors of different embedders never mix"):
-        await other.count(app_name="app", user_id="u1")
-    await other.close()
+        await again.count(app_name="app", user_id="u1")
+    await again.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_store_made_without_embedder_answers_from_full_text_when_opened_with_one(tmp_path: Path, engine: str):
+    plain = _memory(tmp_path / "q", engine)
+    await plain.add_session_to_memory(make_session(turns=[("user", "bees make honey"), ("user", "my car is blue")]))
+    await plain.close()
+    memory = _memory(tmp_path / "q", engine, embedder=HashingEmbedder(64))
+    try:
+        later = make_session("s2", turns=[("user", "the bees swarmed in june")])
+        assert (await memory.add_session_to_memory(later)).saved == 1
+        res = await memory.search_memory(app_name="app", user_id="u1", query="bees")
+        assert sorted(m.content.parts[0].text for m in res.memories) == ["bees make honey", "the bees swarmed in june"]
+        assert all("full text only" in m.custom_metadata["degraded"] for m in res.memories)
+    finally:
+        await memory.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_saving_large_events_does_not_stall_the_event_loop(tmp_path: Path, engine: str):
+    """Full-text vectors of 100 events of 50 KB are computed on the engine's thread: a ticker
+    on the event loop keeps ticking through the save. (Computed on the loop, they stalled it
+    for 0.7 s here; qdrant-edge's own update and flush hold the GIL for up to ~0.25 s on a
+    busy machine, which no engine code of ours can shorten.)"""
+    words = " ".join(f"word{i} topic{i % 97}" for i in range(5000))
+    turns = [("user", f"event {i} {words}"[:50_000]) for i in range(100)]
+    memory = _memory(tmp_path / "q", engine)
+    await memory.count(app_name="app", user_id="u1")  # the store is open before we measure
+    lags: list[float] = []
+    saving = True
+
+    async def ticker() -> None:
+        while saving:
+            before = time.perf_counter()
+            await asyncio.sleep(0.005)
+            lags.append(time.perf_counter() - before - 0.005)
+
+    tick = asyncio.create_task(ticker())
+    try:
+        assert (await memory.add_session_to_memory(make_session(turns=turns))).saved == 100
+    finally:
+        saving = False
+        await tick
+        await memory.close()
+    assert max(lags) < 0.4, f"the event loop stalled for {max(lags):.3f} s"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_second_close_does_nothing(tmp_path: Path, engine: str):
+    memory = _memory(tmp_path / "q", engine)
+    await memory.add_session_to_memory(make_session())
+    backend = memory.backend_instance
+    await memory.close()
+    await memory.close()
+    await backend.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("swap", ["path", "index"])
+async def test_another_store_saves_everything_again(tmp_path: Path, engine: str, swap: str):
+    """The ledger lives in its store: a session saved into store A is saved whole into B."""
+    session = make_session(turns=[("user", "I was born in Porto"), ("user", "I like tea")])
+    first = _memory(tmp_path / "a", engine, config={"index": "one"})
+    assert (await first.add_session_to_memory(session)).saved == 2
+    await first.close()
+    b = {"path": (tmp_path / "b", "one"), "index": (tmp_path / "a", "two")}[swap]
+    second = _memory(b[0], engine, config={"index": b[1]})
+    try:
+        assert (await second.add_session_to_memory(session)).saved == 2
+        assert await second.count(app_name="app", user_id="u1") == 2
+    finally:
+        await second.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_erasing_one_session(tmp_path: Path, engine: str):
+    memory = _memory(tmp_path / "q", engine)
+    try:
+        await memory.add_session_to_memory(make_session("s1", turns=[("user", "tea in the morning")]))
+        await memory.add_session_to_memory(make_session("s2", turns=[("user", "tea at night"), ("user", "more tea")]))
+        await memory.add_session_to_memory(make_session("s2", user="u2", turns=[("user", "tea of u2")]))
+        assert await memory.delete_memory(app_name="app", user_id="u1", session_id="s2") == 2
+        assert [r.text async for r in memory.iter_records(app_name="app", user_id="u1")] == ["tea in the morning"]
+        assert await memory.count(app_name="app", user_id="u2") == 1
+        # what was erased stays erased: the ledger still holds the session's events
+        again = make_session("s2", turns=[("user", "tea at night"), ("user", "more tea")])
+        assert (await memory.add_session_to_memory(again)).saved == 0
+    finally:
+        await memory.close()
 
 
 def test_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -75,11 +207,11 @@ def test_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     b = QdrantBackend.from_config({"index": "x"}, root=tmp_path)
     assert isinstance(b, QdrantEdgeBackend) and b.path == tmp_path / "qdrant"
     b = QdrantBackend.from_config({"index": "x", "engine": "local"}, root=tmp_path)
-    assert b.embedded and b.path == str(tmp_path / "qdrant")
+    assert isinstance(b, QdrantBackend) and b.url is None and b.path == str(tmp_path / "qdrant")
     monkeypatch.setenv("LONGTERM_QDRANT_URL", "http://qdrant:6333")
     monkeypatch.setenv("LONGTERM_QDRANT_API_KEY", "k")
     b = QdrantBackend.from_config({"index": "x"}, root=tmp_path)
-    assert (b.url, b.api_key, b.embedded) == ("http://qdrant:6333", "k", False)
+    assert isinstance(b, QdrantBackend) and (b.url, b.api_key, b.path) == ("http://qdrant:6333", "k", None)
     assert QdrantBackend.from_config({"host": "h", "port": 1}, root=tmp_path).url == "http://h:1"
     assert collection_name("longterm_", "shop") == "longterm_shop"
     assert collection_name("longterm_", "a/b") != collection_name("longterm_", "a_b")

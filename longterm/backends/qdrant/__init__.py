@@ -1,0 +1,8 @@
+"""The Qdrant backend: a server or qdrant-client's local mode (``client``), or the embedded
+qdrant-edge engine (``edge``, the default on a path), on one data model (``common``)."""
+
+from .client import QdrantBackend
+from .common import QdrantConfig, collection_name
+from .edge import QdrantEdgeBackend
+
+__all__ = ["QdrantBackend", "QdrantConfig", "QdrantEdgeBackend", "collection_name"]

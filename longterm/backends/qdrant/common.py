@@ -1,0 +1,180 @@
+"""What both Qdrant engines share: configuration, names, point ids, error rules, and
+``QdrantEngine``, the primitives both spell alike.
+
+The seam: ``client.py`` (qdrant-client: a server, or its local mode) and ``edge.py``
+(qdrant-edge, Qdrant's engine in this process) subclass ``QdrantEngine`` and spell a few
+hooks with their client (``_has_id``, ``_query``, ``_rrf``, ``_scroll``, ``_count_where``,
+``_delete_where``). One data model for both, so a store behaves the same on either: one
+collection per index; point ids are the record ids read as UUIDs; the record is the
+payload; a sparse BM25 vector (``retrieval.sparse``, IDF applied by Qdrant) is computed in
+``_write``, on the engine's thread, never the event loop; with an embedder, a dense vector
+joins it. The scope is always a structured payload filter, never string matching.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from pydantic import ConfigDict
+
+from ...core.engine import Engine, Query
+from ...core.errors import Rule
+from ...errors import BackendError, BackendUnavailableError, ConfigurationError
+from ...records import Hit, MemoryRecord, Scope
+from ...retrieval.hybrid import HybridSettings
+from ...retrieval.sparse import document_vector, query_vector
+
+SPARSE, DENSE = "text", "dense"
+#: Payload fields of the scope, keyword-indexed where the engine indexes payloads.
+SCOPE_FIELDS = ("app_name", "user_id")
+_NAMES = uuid.UUID("9b1f0c52-5f8e-4a43-9d55-6c0e1f7d2a10")
+ANOTHER_PROCESS = (
+    "The embedded store is open in another process (one process per path). Use a Qdrant server "
+    "(backend_config={'url': ...}) to share it, or another path."
+)
+
+
+def _status(*codes: int) -> Callable[[BaseException], bool]:
+    """Matches a server's HTTP answer with one of ``codes``."""
+    return lambda e: getattr(e, "status_code", None) in codes
+
+
+RULES = (
+    Rule("already accessed by another instance", BackendUnavailableError, ANOTHER_PROCESS),
+    Rule(BlockingIOError, BackendUnavailableError, ANOTHER_PROCESS),
+    Rule(_status(401, 403), ConfigurationError, "Check LONGTERM_QDRANT_API_KEY or backend_config['api_key']."),
+    # A server restarted empty: the core prepares the store again and retries once.
+    Rule(_status(404), BackendError, "Check the url, and whether something deletes the collection.", reopen=True),
+)
+
+
+class QdrantConfig(HybridSettings):
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    url: str | None = None
+    """A Qdrant server, e.g. ``http://127.0.0.1:6333``; default ``$LONGTERM_QDRANT_URL``."""
+    host: str | None = None
+    port: int = 6333
+    api_key: str | None = None
+    path: str | None = None
+    """Embedded store directory; used when no server is configured."""
+    engine: Literal["edge", "local"] = "edge"
+    """Embedded engine: ``edge`` (qdrant-edge-py, Qdrant's engine in-process; fast) or
+    ``local`` (qdrant-client's local mode, pure Python). Ignored for servers."""
+    prefix: str = "longterm_"
+    index: str = "default_app"
+    timeout: float = 10.0
+    """A server's deadline per operation, in seconds."""
+
+
+def collection_name(prefix: str, index: str) -> str:
+    """``prefix + index`` in ``[A-Za-z0-9_-]``; distinct indexes stay distinct."""
+    name = f"{prefix}{index}"
+    safe = re.sub(r"[^A-Za-z0-9_-]", "_", name)
+    return safe if safe == name else f"{safe}_{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+
+
+def point_id(record_id: str) -> str:
+    """A record's point id: its id read as a UUID (ours are 128-bit hex digests). Any other
+    string (a foreign id, whatever a caller passes to delete) gets a name-based UUID of its
+    own, so it can neither fail nor meet one of ours."""
+    try:
+        return str(uuid.UUID(hex=record_id))
+    except ValueError:
+        return str(uuid.uuid5(_NAMES, record_id))
+
+
+def name_id(*parts: str) -> str:
+    """A name-based UUID of ``parts`` (a ledger entry's, a meta key's)."""
+    return str(uuid.uuid5(_NAMES, json.dumps(parts)))
+
+
+def to_record(payload: dict[str, Any]) -> MemoryRecord:
+    return MemoryRecord.model_validate(payload)
+
+
+class QdrantEngine(Engine):
+    name: ClassVar[str] = "qdrant"
+    #: The client's models (``qdrant_client.models`` or ``qdrant_edge``): both spell filters
+    #: and sparse vectors with the same names and keywords.
+    _lib: Any
+
+    # -- hooks: each engine spells these with its client -------------------------------------
+
+    def _has_id(self, point_ids: list[str]) -> Any:
+        raise NotImplementedError
+
+    def _query(self, scope: Scope, vector: Any, using: str, k: int) -> list[Any]:
+        """The scope's ``k`` best points for ``vector`` (sparse or dense, named ``using``)."""
+        raise NotImplementedError
+
+    def _rrf(self, scope: Scope, sparse: Any, dense: list[float], k: int) -> list[Any]:
+        """The scope's ``k`` best points, both arms fused by Qdrant's own RRF."""
+        raise NotImplementedError
+
+    def _scroll(self, flt: Any, cursor: Any, size: int) -> tuple[list[Any], Any]:
+        raise NotImplementedError
+
+    def _count_where(self, flt: Any) -> int:
+        raise NotImplementedError
+
+    def _delete_where(self, flt: Any) -> None:
+        raise NotImplementedError
+
+    # -- primitives --------------------------------------------------------------------------
+
+    def _rules(self) -> Sequence[Rule]:
+        return RULES
+
+    def _filter(self, scope: Scope, ids: Sequence[str] | None = None, session_id: str | None = None) -> Any:
+        lib, fields = self._lib, {"app_name": scope.app_name, "user_id": scope.user_id, "session_id": session_id}
+        must = [lib.FieldCondition(key=k, match=lib.MatchValue(value=v)) for k, v in fields.items() if v is not None]
+        if ids is not None:
+            must.append(self._has_id([point_id(i) for i in ids]))
+        return lib.Filter(must=must)
+
+    def _sparse(self, text: str, query: bool = False) -> Any:
+        indices, values = query_vector(text) if query else document_vector(text)
+        return self._lib.SparseVector(indices=indices, values=values)
+
+    def _points(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None) -> Iterator[dict[str, Any]]:
+        """Each record as a point's fields. No dense vector when the core sent none (no embedder,
+        or a store made without one: ``vectors_off``); full text still works."""
+        for i, r in enumerate(records):
+            vector = {SPARSE: self._sparse(r.text)}
+            if vectors is not None:
+                vector[DENSE] = vectors[i].astype(np.float32).tolist()
+            yield {"id": point_id(r.id), "vector": vector, "payload": r.model_dump(mode="json", exclude={"embedding"})}
+
+    def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:
+        return [(to_record(p.payload), p.score) for p in self._query(scope, self._sparse(query.text, True), SPARSE, k)]
+
+    def _nearest(self, scope: Scope, vector: np.ndarray, k: int) -> list[tuple[MemoryRecord, float]]:
+        points = self._query(scope, vector.astype(np.float32).tolist(), DENSE, k)
+        return [(to_record(p.payload), p.score) for p in points]
+
+    def _search(self, scope: Scope, query: Query, vector: np.ndarray | None, k: int, degraded: str | None) -> list[Hit]:
+        if self.hybrid.fusion != "rrf" or vector is None:
+            return super()._search(scope, query, vector, k, degraded)
+        points = self._rrf(scope, self._sparse(query.text, True), vector.astype(np.float32).tolist(), k)
+        return [Hit(record=to_record(p.payload), score=p.score, arms={"rrf": p.score}) for p in points]
+
+    def _remove(self, scope: Scope, ids: Sequence[str] | None, session_id: str | None) -> int:
+        flt = self._filter(scope, ids, session_id)
+        n = self._count_where(flt)
+        if n:
+            self._delete_where(flt)
+        return n
+
+    def _count(self, scope: Scope) -> int:
+        return self._count_where(self._filter(scope))
+
+    def _page(self, scope: Scope, cursor: Any, size: int) -> tuple[list[MemoryRecord], Any]:
+        points, cursor = self._scroll(self._filter(scope), cursor, size)
+        return [to_record(p.payload) for p in points], cursor
