@@ -5,6 +5,8 @@ Names that ADK also defines for its own classes (``Session``, ``Event``, ``Conte
 shadows nothing; our input models stay in ``longterm.sessions``.
 """
 
+from .autosave import AutoSaver
+from .core.ledger import Ledger, MemoryLedger
 from .entries import HAVE_ADK, MemoryEntry, SearchMemoryResponse
 from .errors import (
     BackendError,
@@ -14,8 +16,6 @@ from .errors import (
     LongTermMemoryError,
     MissingDependencyError,
 )
-from .core.ledger import Ledger, MemoryLedger
-from .autosave import AutoSaver
 from .memory import LongTermMemory, SaveResult
 from .policies import MemoryAutoSavePolicy, MemoryEventType
 from .records import Hit, MemoryRecord, Scope, record_id

@@ -48,15 +48,19 @@ SQLITE_RULES = (
         "Free some disk space; nothing of this operation was saved, and the next save retries it.",
     ),
     Rule(
-        lambda e: isinstance(e, sqlite3.DatabaseError)
-        and any(s in str(e) for s in ("malformed", "not a database", "encrypted", "corrupt")),
+        lambda e: (
+            isinstance(e, sqlite3.DatabaseError)
+            and any(s in str(e) for s in ("malformed", "not a database", "encrypted", "corrupt"))
+        ),
         BackendError,
         "The file is damaged or is not a longterm store. Restore it from a backup, or move it aside to start "
         "a new store (`longterm export` reads what is still readable).",
     ),
     Rule(
-        lambda e: isinstance(e, sqlite3.OperationalError)
-        and any(s in str(e) for s in ("unable to open", "readonly", "read-only")),
+        lambda e: (
+            isinstance(e, sqlite3.OperationalError)
+            and any(s in str(e) for s in ("unable to open", "readonly", "read-only"))
+        ),
         ConfigurationError,
         "Choose a writable path (backend_config={'path': ...} or LONGTERM_HOME).",
     ),

@@ -137,11 +137,17 @@ class AutoSaver:
         self.policy = policy
         self.reconsider = reconsider
         self.min_messages: int = _threshold(
-            min_messages, ("LONGTERM_MIN_MESSAGES_THRESHOLD", "MIN_MESSAGES_THRESHOLD"), DEFAULT_MIN_MESSAGES, int,
+            min_messages,
+            ("LONGTERM_MIN_MESSAGES_THRESHOLD", "MIN_MESSAGES_THRESHOLD"),
+            DEFAULT_MIN_MESSAGES,
+            int,
             "MIN_MESSAGES_THRESHOLD",
         )
         self.min_seconds: float = _threshold(
-            min_seconds, ("LONGTERM_MIN_TIME_THRESHOLD", "MIN_TIME_THRESHOLD"), DEFAULT_MIN_SECONDS, float,
+            min_seconds,
+            ("LONGTERM_MIN_TIME_THRESHOLD", "MIN_TIME_THRESHOLD"),
+            DEFAULT_MIN_SECONDS,
+            float,
             "MIN_TIME_THRESHOLD",
         )
         self._users: dict[tuple[str, str], dict[str, _Tracked]] = {}
@@ -214,7 +220,10 @@ class AutoSaver:
         if late:
             log.warning(
                 "saving %d earlier session(s) of user %s took over %g s; this turn recalls without them "
-                "(the saves go on in the background)", len(late), user, timeout,
+                "(the saves go on in the background)",
+                len(late),
+                user,
+                timeout,
             )
 
     def _arm(self, t: _Tracked, delay: float | None = None) -> None:
@@ -307,7 +316,8 @@ class AutoSaver:
             log.warning(
                 "an auto-saver closed with %d unsaved events in %d session(s); call flush() before closing, or "
                 "LongTermMemory.recover_sessions(...) at the next start saves them from the session store",
-                pending, sessions,
+                pending,
+                sessions,
             )
         for t in list(self._all()):
             self._drop(t)

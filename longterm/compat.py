@@ -103,9 +103,7 @@ def backend_config(backend: str, config: dict[str, Any], *, embedder: Any = None
             raise ConfigurationError(f"backend_config[{key!r}] must be a dict, got {type(section).__name__}.")
         for name, value in _MAPPERS[owner](section).items():
             if name in out:
-                raise ConfigurationError(
-                    f"backend_config gives {name!r} both directly and through {key!r}; keep one."
-                )
+                raise ConfigurationError(f"backend_config gives {name!r} both directly and through {key!r}; keep one.")
             out[name] = value
     if "embedding_config" in out:
         section = out.pop("embedding_config")

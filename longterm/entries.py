@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -30,9 +30,9 @@ try:  # pragma: no branch - which arm runs depends on the install
     HAVE_ADK = True
 except ImportError:
     HAVE_ADK = False
-    _genai_types = None
+    _genai_types = None  # type: ignore[assignment]
 
-    class MemoryServiceBase(ABC):  # type: ignore[no-redef]
+    class MemoryServiceBase(ABC):  # type: ignore[no-redef]  # noqa: B024
         """Stand-in for ADK's BaseMemoryService when google-adk is not installed."""
 
     class MemoryEntry(BaseModel):  # type: ignore[no-redef]
@@ -40,9 +40,9 @@ except ImportError:
 
         content: Content
         custom_metadata: dict[str, Any] = Field(default_factory=dict)
-        id: Optional[str] = None
-        author: Optional[str] = None
-        timestamp: Optional[str] = None
+        id: str | None = None
+        author: str | None = None
+        timestamp: str | None = None
 
     class SearchMemoryResponse(BaseModel):  # type: ignore[no-redef]
         memories: list[MemoryEntry] = Field(default_factory=list)

@@ -23,7 +23,7 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
@@ -96,7 +96,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
 
     _backend: Any = PrivateAttr(default=None)
     _ledger: Any = PrivateAttr(default=None)
-    _portal: Optional[SyncPortal] = PrivateAttr(default=None)
+    _portal: SyncPortal | None = PrivateAttr(default=None)
     _autosavers: Any = PrivateAttr(default_factory=weakref.WeakSet)
     _closed: bool = PrivateAttr(default=False)
 
@@ -169,7 +169,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
 
     __copy__ = model_copy
 
-    def __deepcopy__(self, memo: Any) -> Any:
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Any:
         return self.model_copy()
 
     # -- plumbing ---------------------------------------------------------------------
@@ -198,9 +198,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
                 "s.encode('utf-16', 'surrogatepass').decode('utf-16', 'replace')."
             ) from exc
         except Exception as exc:
-            raise BackendError(
-                f"{what} failed on backend {self.backend_name!r}: {type(exc).__name__}: {exc}"
-            ) from exc
+            raise BackendError(f"{what} failed on backend {self.backend_name!r}: {type(exc).__name__}: {exc}") from exc
 
     @staticmethod
     def _scope(app_name: Any, user_id: Any) -> Scope:
@@ -222,7 +220,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
 
     # -- ADK BaseMemoryService ----------------------------------------------------------
 
-    async def add_session_to_memory(
+    async def add_session_to_memory(  # type: ignore[override]  # returns what it did; ADK's returns None
         self, session: Any, *, auto_save_memory_policy: Any = None, reconsider: bool = False
     ) -> SaveResult:
         """Save what is new in ``session`` (ADK Session, dict or ``longterm.Session``).
@@ -232,7 +230,11 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         """
         view = read_session(session)
         scope = self._scope(view.app_name, view.user_id)
-        policy = resolve_policy(auto_save_memory_policy) if auto_save_memory_policy is not None else self.auto_save_memory_policy
+        policy = (
+            resolve_policy(auto_save_memory_policy)
+            if auto_save_memory_policy is not None
+            else self.auto_save_memory_policy
+        )
         async with self._engine("reading the ledger"):
             saved = set() if reconsider else await self._ledger.saved(scope, view.session_id)
         plan = plan_save(view, saved, policy)
@@ -263,14 +265,14 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
                 raise r
         return list(results)  # type: ignore[arg-type]
 
-    async def add_events_to_memory(
+    async def add_events_to_memory(  # type: ignore[override]  # returns what it did; ADK's returns None
         self,
         *,
         app_name: str,
         user_id: str,
         events: Sequence[Any],
-        session_id: Optional[str] = None,
-        custom_metadata: Optional[Mapping[str, object]] = None,
+        session_id: str | None = None,
+        custom_metadata: Mapping[str, object] | None = None,
     ) -> SaveResult:
         """Save a delta of events (ADK's API); the default policy and the ledger apply."""
         scope = self._scope(app_name, user_id)
@@ -282,24 +284,31 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         await self._write(scope, sid, plan.records, plan.covered)
         return SaveResult(session_id=sid, new_events=plan.new_events, saved=len(plan.records))
 
-    async def add_memory(
+    async def add_memory(  # type: ignore[override]  # returns what it did; ADK's returns None
         self,
         *,
         app_name: str,
         user_id: str,
         memories: Sequence[Any],
-        custom_metadata: Optional[Mapping[str, object]] = None,
+        custom_metadata: Mapping[str, object] | None = None,
     ) -> SaveResult:
         """Write explicit memories (``MemoryEntry``-like: content, author, timestamp, id) as they are."""
         self._scope(app_name, user_id)  # validates the ids
         raw = []
         for m in memories:
             get = m.get if isinstance(m, dict) else lambda k, m=m: getattr(m, k, None)
-            raw.append({"id": get("id"), "author": get("author") or "user", "timestamp": get("timestamp"), "content": get("content")})
+            raw.append(
+                {
+                    "id": get("id"),
+                    "author": get("author") or "user",
+                    "timestamp": get("timestamp"),
+                    "content": get("content"),
+                }
+            )
         ids = event_ids(raw)
         policy = resolve_policy({"preset": "all", "include_empty_text": False})
         records = []
-        for rid, r in zip(ids, raw):
+        for rid, r in zip(ids, raw, strict=True):
             event = to_event(r, rid)
             if not event.timestamp:
                 event.timestamp = time.time()
@@ -310,15 +319,15 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
             await self._backend.upsert(records)
         return SaveResult(session_id="_direct", new_events=len(raw), saved=len(records))
 
-    async def search_memory(self, *, app_name: str, user_id: str, query: str, top_k: Optional[int] = None) -> Any:
+    async def search_memory(self, *, app_name: str, user_id: str, query: str, top_k: int | None = None) -> Any:
         """The memories of (app, user) that best match ``query``, best first."""
         scope = self._scope(app_name, user_id)
         hits = await self.search_hits(scope, query, top_k)
         backend = self.backend_name  # one lookup per search: pydantic's private attributes are slow
         return SearchMemoryResponse(memories=[self._entry(h, backend) for h in hits])
 
-    async def delete_memory(
-        self, *, app_name: str, user_id: str, memory_id: Optional[str] = None, session_id: Optional[str] = None
+    async def delete_memory(  # type: ignore[override]  # returns what it did; ADK's returns None
+        self, *, app_name: str, user_id: str, memory_id: str | None = None, session_id: str | None = None
     ) -> int:
         """Delete one memory by id, one session's memories (``session_id``), or (neither) erase
         every memory of that user in that app; return how many were deleted.
@@ -343,7 +352,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
 
     # -- beyond ADK ---------------------------------------------------------------------
 
-    async def search_hits(self, scope: Scope, query: str, top_k: Optional[int] = None) -> list[Hit]:
+    async def search_hits(self, scope: Scope, query: str, top_k: int | None = None) -> list[Hit]:
         if not isinstance(query, str):
             raise InvalidInputError(f"query must be a string, got {type(query).__name__}.")
         k = self.top_k if top_k is None else top_k
@@ -419,7 +428,9 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
 
     drain = flush
 
-    async def recover_sessions(self, session_service: Any, *, app_name: str, user_id: Optional[str] = None) -> list[SaveResult]:
+    async def recover_sessions(
+        self, session_service: Any, *, app_name: str, user_id: str | None = None
+    ) -> list[SaveResult]:
         """Save what the ledger has not seen from an ADK session service (after a crash).
 
         Lists the app's sessions (one user's, or every user's where the service can list
@@ -433,7 +444,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
                 results.append(await self.add_session_to_memory(full))
         return results
 
-    def as_tool(self, *, app_name: str, user_id: Optional[str] = None, top_k: Optional[int] = None) -> MemoryTool:
+    def as_tool(self, *, app_name: str, user_id: str | None = None, top_k: int | None = None) -> MemoryTool:
         """A ``load_memory`` function with a JSON schema, bound to (app, user); user defaults to ``self.user_id``."""
         return MemoryTool(self, app_name=app_name, user_id=user_id, top_k=top_k)
 
@@ -449,7 +460,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
             if self._ledger is not self._backend:
                 await self._ledger.close()
 
-    async def __aenter__(self) -> "LongTermMemory":
+    async def __aenter__(self) -> LongTermMemory:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -468,11 +479,11 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     def add_events_to_memory_sync(self, **kwargs: Any) -> SaveResult:
         return self._sync(self.add_events_to_memory(**kwargs))
 
-    def search_memory_sync(self, *, app_name: str, user_id: str, query: str, top_k: Optional[int] = None) -> Any:
+    def search_memory_sync(self, *, app_name: str, user_id: str, query: str, top_k: int | None = None) -> Any:
         return self._sync(self.search_memory(app_name=app_name, user_id=user_id, query=query, top_k=top_k))
 
     def delete_memory_sync(
-        self, *, app_name: str, user_id: str, memory_id: Optional[str] = None, session_id: Optional[str] = None
+        self, *, app_name: str, user_id: str, memory_id: str | None = None, session_id: str | None = None
     ) -> int:
         return self._sync(
             self.delete_memory(app_name=app_name, user_id=user_id, memory_id=memory_id, session_id=session_id)

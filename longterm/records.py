@@ -134,7 +134,7 @@ class MemoryRecord(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _content_from_text(self) -> "MemoryRecord":
+    def _content_from_text(self) -> MemoryRecord:
         # Stores may leave out content that is just the text (see text_only_content).
         if not self.content and self.text:
             self.content = {"role": self.role or "user", "parts": [{"text": self.text}]}
@@ -147,7 +147,6 @@ class MemoryRecord(BaseModel):
 
     def iso_timestamp(self) -> str:
         return datetime.fromtimestamp(self.timestamp, tz=timezone.utc).isoformat()
-
 
 
 class Hit(BaseModel):

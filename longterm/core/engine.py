@@ -32,6 +32,7 @@ times and drifted; a primitive is small enough for a stranger to implement and t
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import sys
 import threading
@@ -44,7 +45,7 @@ import numpy as np
 
 from ..errors import BackendError, BackendUnavailableError, ConfigurationError, LongTermMemoryError
 from ..records import Hit, MemoryRecord, Scope
-from ..retrieval.embedders import Embedder
+from ..retrieval.embedders import Embedder, Kind
 from ..retrieval.hybrid import Hybrid
 from ..retrieval.text import query_terms
 from .errors import Rule, translate
@@ -178,9 +179,7 @@ class Engine:
                 degraded = f"vector search failed ({err}); results are full text only"
                 log.warning("%s %s: %s", self.name, self.where, degraded)
         by_id = {rec.id: rec for rec, _ in (*text, *near)}
-        fused = self.hybrid.fuse(
-            {"fulltext": [(r.id, s) for r, s in text], "vector": [(r.id, s) for r, s in near]}
-        )
+        fused = self.hybrid.fuse({"fulltext": [(r.id, s) for r, s in text], "vector": [(r.id, s) for r, s in near]})
         extra = {"degraded": degraded} if degraded else {}
         return [Hit(record=by_id[i], score=s, arms=a, extra=extra) for i, s, a in fused[:k]]
 
@@ -258,12 +257,12 @@ class Engine:
                 f"is up and not overloaded, or raise backend_config[{self.timeout_key!r}]."
             ) from None
 
-    async def _embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
+    async def _embed(self, texts: Sequence[str], kind: Kind) -> np.ndarray:
         assert self.embedder is not None
-        embed = self.embedder.embed
+        embed = functools.partial(self.embedder.embed, kind=kind)
         loop = asyncio.get_running_loop()
         parts = [
-            await loop.run_in_executor(_EMBED_POOL, lambda b=list(texts[i : i + EMBED_BATCH]): embed(b, kind=kind))
+            await loop.run_in_executor(_EMBED_POOL, embed, list(texts[i : i + EMBED_BATCH]))
             for i in range(0, len(texts), EMBED_BATCH)
         ]
         return np.concatenate(parts) if len(parts) > 1 else parts[0]

@@ -60,7 +60,10 @@ INSERT_SAVED = (
 SELECT_META = "SELECT value FROM side_meta WHERE store = ? AND key = ?"
 T = TypeVar("T")
 
-UPSERT_META = "INSERT INTO side_meta (store, key, value) VALUES (?, ?, ?) ON CONFLICT (store, key) DO UPDATE SET value = excluded.value"
+UPSERT_META = (
+    "INSERT INTO side_meta (store, key, value) VALUES (?, ?, ?) "
+    "ON CONFLICT (store, key) DO UPDATE SET value = excluded.value"
+)
 
 
 @runtime_checkable

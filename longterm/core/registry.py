@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from ..errors import ConfigurationError
 
@@ -27,11 +27,11 @@ BUILTINS: dict[str, str] = {
     "opensearch": "longterm.backends.opensearch:OpenSearchBackend",
 }
 
-_registry: dict[str, Union[str, type]] = dict(BUILTINS)
+_registry: dict[str, str | type] = dict(BUILTINS)
 _entry_points_loaded = False
 
 
-def register(name: str, backend: Union[str, type], *, replace: bool = False) -> None:
+def register(name: str, backend: str | type, *, replace: bool = False) -> None:
     """Register ``backend`` (a class or a ``"module:Class"`` path) under ``name``."""
     key = name.strip().lower()
     if key in _registry and not replace and _registry[key] != backend:

@@ -164,19 +164,25 @@ class Runner(_AdkRunner):
     """
 
     def __init__(
-        self, *, agent: Any = None, memory_service: Any = None, session_service: Any = None,
-        user_id: str | None = None, **kwargs: Any,
+        self,
+        *,
+        agent: Any = None,
+        memory_service: Any = None,
+        session_service: Any = None,
+        user_id: str | None = None,
+        **kwargs: Any,
     ) -> None:
         own = getattr(agent, "long_term_memory", None)
         if memory_service is None:
             memory_service = own
         super().__init__(
-            agent=agent, memory_service=memory_service,
+            agent=agent,
+            memory_service=memory_service,
             session_service=session_service if session_service is not None else InMemorySessionService(),
             **kwargs,
         )
-        self.long_term_memory: LongTermMemory | None = own if own is not None else (
-            memory_service if isinstance(memory_service, LongTermMemory) else None
+        self.long_term_memory: LongTermMemory | None = (
+            own if own is not None else (memory_service if isinstance(memory_service, LongTermMemory) else None)
         )
         self.user_id: str = user_id or getattr(self.long_term_memory, "user_id", "") or DEFAULT_USER
 

@@ -60,7 +60,12 @@ class MemoryEventType(str, Enum):
 _EVENT_TYPES = {t.value for t in MemoryEventType}
 _TEXTUAL = frozenset({"text", "thought", "transcription"})
 _NAME_LISTS = (
-    "include_roles", "exclude_roles", "include_authors", "exclude_authors", "include_event_types", "exclude_event_types"
+    "include_roles",
+    "exclude_roles",
+    "include_authors",
+    "exclude_authors",
+    "include_event_types",
+    "exclude_event_types",
 )
 
 PRESETS: dict[str, dict[str, Any]] = {

@@ -15,7 +15,6 @@ where relevance is the backend score divided by the best score of the same searc
 from __future__ import annotations
 
 import time
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -37,7 +36,7 @@ class Rescoring(BaseModel):
     """Fetch top_k x this many hits before re-ranking, so older strong matches can surface."""
 
     @model_validator(mode="after")
-    def _weights(self) -> "Rescoring":
+    def _weights(self) -> Rescoring:
         if self.recency_weight + self.importance_weight > 1.0:
             raise ValueError("recency_weight + importance_weight must be at most 1")
         return self
@@ -46,7 +45,7 @@ class Rescoring(BaseModel):
     def enabled(self) -> bool:
         return self.recency_weight > 0 or self.importance_weight > 0
 
-    def rescore(self, hits: list[Hit], now: Optional[float] = None) -> list[Hit]:
+    def rescore(self, hits: list[Hit], now: float | None = None) -> list[Hit]:
         if not hits or not self.enabled:
             return hits
         now = time.time() if now is None else now
@@ -62,7 +61,13 @@ class Rescoring(BaseModel):
             except (TypeError, ValueError):
                 importance = 0.0
             final = base * relevance + self.recency_weight * recency + self.importance_weight * importance
-            extra = {**h.extra, "relevance": relevance, "recency": recency, "importance": importance, "backend_score": h.score}
+            extra = {
+                **h.extra,
+                "relevance": relevance,
+                "recency": recency,
+                "importance": importance,
+                "backend_score": h.score,
+            }
             out.append(h.model_copy(update={"score": final, "extra": extra}))
         out.sort(key=lambda h: -h.score)
         return out

@@ -109,6 +109,4 @@ SELECT_SAVED = (
 )
 INSERT_SAVED = "INSERT OR IGNORE INTO saved_events VALUES (?, ?, ?, ?, ?)"
 GET_META = "SELECT value FROM store_meta WHERE key = ?"
-SET_META = (
-    "INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
-)
+SET_META = "INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"

@@ -47,6 +47,7 @@ from ...records import Hit, MemoryRecord, Scope, content_digest
 from ...retrieval.hybrid import HybridSettings
 from ...retrieval.text import segment
 from .schema import (
+    BY_ROWID,
     COUNT,
     DELETE_ALL,
     DELETE_ONE,
@@ -60,7 +61,6 @@ from .schema import (
     SCOPES,
     SEARCH,
     SEARCH_IDS,
-    BY_ROWID,
     SELECT_SAVED,
     SET_META,
     UPSERT,
@@ -71,6 +71,7 @@ log = logging.getLogger("longterm.local")
 
 #: Largest record accepted (text plus content, UTF-8 bytes); bigger ones are refused whole.
 MAX_RECORD_BYTES = 16 * 1024 * 1024
+
 
 class LocalConfig(HybridSettings):
     model_config = ConfigDict(extra="forbid")
@@ -212,7 +213,8 @@ class LocalBackend(Engine):
             self._mark(scope, session_id, event_ids)
 
     def _match(self, scope: Scope, query: Query) -> str:
-        return f'scope_key : "s{scope_key(self.index, scope.app_name, scope.user_id)}" AND terms : ({fts_query(query.terms)})'
+        token = "s" + scope_key(self.index, scope.app_name, scope.user_id)
+        return f'scope_key : "{token}" AND terms : ({fts_query(query.terms)})'
 
     def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:
         params = (self._match(scope, query), self.index, scope.app_name, scope.user_id, k)
@@ -230,7 +232,9 @@ class LocalBackend(Engine):
             # This user holds much of the file: intersecting with their scope token costs
             # more than it saves; the SQL filter alone keeps the search in scope.
             match = f"terms : ({fts_query(query.terms)})"
-        text_rows = [(r[0], -r[1]) for r in conn.execute(SEARCH_IDS, (match, self.index, scope.app_name, scope.user_id, depth))]
+        text_rows = [
+            (r[0], -r[1]) for r in conn.execute(SEARCH_IDS, (match, self.index, scope.app_name, scope.user_id, depth))
+        ]
         near = pending.result() if pending is not None else []
         fused = self.hybrid.fuse({"fulltext": text_rows, "vector": near})
         extra = {"degraded": degraded} if degraded else {}

@@ -27,14 +27,13 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Optional
 
 import numpy as np
 
 try:  # optional: SIMD int8 scans for large scopes (the ``embeddings`` extra)
     import simsimd as _simsimd
 except ImportError:  # pragma: no cover - exercised when the extra is absent
-    _simsimd = None
+    _simsimd = None  # type: ignore[assignment]
 
 VECTOR_SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors (
@@ -55,7 +54,9 @@ INSERT INTO scope_versions (index_name, app_name, user_id, version) VALUES (?, ?
 ON CONFLICT (index_name, app_name, user_id) DO UPDATE SET version = version + 1
 """
 GET_VERSION = "SELECT version FROM scope_versions WHERE index_name = ? AND app_name = ? AND user_id = ?"
-PUT_VECTOR = "INSERT OR REPLACE INTO vectors (rowid, embedding) SELECT rowid, ? FROM memories WHERE index_name = ? AND id = ?"
+PUT_VECTOR = (
+    "INSERT OR REPLACE INTO vectors (rowid, embedding) SELECT rowid, ? FROM memories WHERE index_name = ? AND id = ?"
+)
 LOAD_SCOPE = """
 SELECT v.rowid, v.embedding FROM vectors AS v JOIN memories AS m ON m.rowid = v.rowid
 WHERE m.index_name = ? AND m.app_name = ? AND m.user_id = ?
@@ -73,11 +74,11 @@ class ScopeVectors:
 
     __slots__ = ("rowids", "matrix", "_codes", "_inv_scale")
 
-    def __init__(self, rowids: np.ndarray, matrix: np.ndarray, *, quantize: Optional[bool] = None) -> None:
+    def __init__(self, rowids: np.ndarray, matrix: np.ndarray, *, quantize: bool | None = None) -> None:
         self.rowids = rowids
         self.matrix = matrix
-        self._codes: Optional[np.ndarray] = None
-        self._inv_scale: Optional[np.ndarray] = None
+        self._codes: np.ndarray | None = None
+        self._inv_scale: np.ndarray | None = None
         if quantize is None:
             quantize = _simsimd is not None and len(rowids) >= QUANTIZE_FROM
         if quantize and len(rowids):
@@ -124,7 +125,7 @@ class ScopeVectors:
         best = np.argpartition(scores, len(scores) - n)[len(scores) - n :]
         best = best[np.argsort(-scores[best], kind="stable")]
         at = best if rows is None else rows[best]
-        return [(int(self.rowids[i]), float(s)) for i, s in zip(at, scores[best])]
+        return [(int(self.rowids[i]), float(s)) for i, s in zip(at, scores[best], strict=True)]
 
 
 class VectorStore:
@@ -133,9 +134,9 @@ class VectorStore:
         self.dim = dim
         self._cache: OrderedDict[tuple[str, str], tuple[int, ScopeVectors]] = OrderedDict()
         self._lock = threading.Lock()
-        self._scanner: Optional[ThreadPoolExecutor] = None
+        self._scanner: ThreadPoolExecutor | None = None
 
-    def top_soon(self, scoped: ScopeVectors, vector: np.ndarray, n: int) -> "Future[list[tuple[int, float]]]":
+    def top_soon(self, scoped: ScopeVectors, vector: np.ndarray, n: int) -> Future[list[tuple[int, float]]]:
         """Start ``scoped.top`` on a thread of its own, for the caller to run full text meanwhile.
 
         Only the int8 scan gains from this: it is single-threaded SIMD work that releases
@@ -160,7 +161,9 @@ class VectorStore:
             scanner.shutdown(wait=True)
 
     def write(self, conn: sqlite3.Connection, ids: list[str], vectors: np.ndarray) -> None:
-        conn.executemany(PUT_VECTOR, [(vectors[i].astype(np.float32).tobytes(), self.index, rid) for i, rid in enumerate(ids)])
+        conn.executemany(
+            PUT_VECTOR, [(vectors[i].astype(np.float32).tobytes(), self.index, rid) for i, rid in enumerate(ids)]
+        )
 
     def matrix(self, conn: sqlite3.Connection, app: str, user: str) -> ScopeVectors:
         """The scope's vectors, from the cache while the scope's version holds."""
@@ -173,7 +176,11 @@ class VectorStore:
                 return hit[1]
         rows = conn.execute(LOAD_SCOPE, (self.index, app, user)).fetchall()
         rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), self.dim) if rows else np.zeros((0, self.dim), np.float32)
+        matrix = (
+            np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), self.dim)
+            if rows
+            else np.zeros((0, self.dim), np.float32)
+        )
         scoped = ScopeVectors(rowids, matrix)
         with self._lock:
             self._cache[(app, user)] = (version, scoped)

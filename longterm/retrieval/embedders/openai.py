@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -33,9 +33,9 @@ class OpenAIEmbedder:
         self,
         model: str = "text-embedding-3-small",
         *,
-        base_url: Optional[str] = None,
-        api_key: Optional[str] = None,
-        dim: Optional[int] = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        dim: int | None = None,
         batch_size: int = 128,
         max_retries: int = 5,
         timeout: float = 60.0,
@@ -43,7 +43,9 @@ class OpenAIEmbedder:
         passage_prefix: str = "",
     ) -> None:
         self._httpx = require("httpx", package="httpx", extra="embeddings", purpose="The OpenAI-compatible embedder")
-        self.base_url = (base_url or env("LONGTERM_EMBEDDING_BASE_URL", "OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/")
+        self.base_url = (
+            base_url or env("LONGTERM_EMBEDDING_BASE_URL", "OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        ).rstrip("/")
         self.api_key = api_key or env("LONGTERM_EMBEDDING_API_KEY", "OPENAI_API_KEY")
         self.model = model
         self.batch_size = batch_size
