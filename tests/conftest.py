@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from longterm.testing import make_session  # noqa: F401  (one copy; tests import it from here)
 from tests.services import PROVIDERS
 
 
@@ -35,30 +36,6 @@ def services(tmp_path_factory: pytest.TempPathFactory):
     yield get
     for provider in _started.values():
         provider.stop()
-
-
-def make_session(
-    sid: str = "s1",
-    app: str = "app",
-    user: str = "u1",
-    turns: list[tuple[str, str]] | None = None,
-    start: float = 1_700_000_000.0,
-) -> dict[str, Any]:
-    turns = turns if turns is not None else [("user", "I love hiking"), ("model", "Nice!")]
-    return {
-        "id": sid,
-        "app_name": app,
-        "user_id": user,
-        "events": [
-            {
-                "id": f"{sid}-e{i}",
-                "author": "user" if role == "user" else "agent",
-                "timestamp": start + i,
-                "content": {"role": role, "parts": [{"text": text}]},
-            }
-            for i, (role, text) in enumerate(turns)
-        ],
-    }
 
 
 @pytest.hookimpl(hookwrapper=True)

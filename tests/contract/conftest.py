@@ -1,11 +1,23 @@
+"""The contract suite's backend fixtures, for every engine in ``tests.services.PROVIDERS``.
+
+The seam: ``provider_id`` (one per engine; narrow it with
+``@pytest.mark.parametrize("provider_id", [...])``), ``backend_name``, ``backend_config`` (a
+fresh store per test) and ``open_memory``/``memory`` (``longterm.testing.contract``'s, on that
+store). ``test_contract.py`` runs the kit's ``ContractSuite`` with them; the fault suite
+imports them.
+"""
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from longterm import LongTermMemory
+from longterm.testing.contract import memories
 from tests.services import PROVIDERS
 
 
@@ -25,20 +37,14 @@ def backend_config(provider_id: str, services, tmp_path: Path) -> dict[str, Any]
 
 
 @pytest.fixture
-def open_memory(backend_name: str, backend_config: dict[str, Any]) -> Callable[..., LongTermMemory]:
+def open_memory(backend_name: str, backend_config: dict[str, Any]) -> Iterator[Callable[..., LongTermMemory]]:
     """Open a LongTermMemory on this test's store; every call is a fresh 'process'."""
-    opened: list[LongTermMemory] = []
-
-    def _open(**kwargs: Any) -> LongTermMemory:
-        m = LongTermMemory(backend=backend_name, backend_config=dict(backend_config), **kwargs)
-        opened.append(m)
-        return m
-
-    yield _open
+    with memories(backend_name, backend_config) as _open:
+        yield _open
 
 
-@pytest.fixture
-async def memory(open_memory) -> LongTermMemory:
+@pytest_asyncio.fixture
+async def memory(open_memory: Callable[..., LongTermMemory]) -> Any:
     m = open_memory()
     yield m
     await m.close()
