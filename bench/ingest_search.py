@@ -22,15 +22,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import pct  # noqa: E402
-from _data import queries, sessions  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
+from _common import pct
+from _data import queries, sessions
+from rich.console import Console
+from rich.table import Table
 
-from longterm import LongTermMemory  # noqa: E402
+from longterm import LongTermMemory
 
 USERS = 100
-
 
 
 def raw_sqlite(path: Path, data: list[dict], qs: list[str]) -> dict:
@@ -41,11 +40,16 @@ def raw_sqlite(path: Path, data: list[dict], qs: list[str]) -> dict:
     conn.execute("CREATE TABLE m (rowid INTEGER PRIMARY KEY, user_id TEXT, text TEXT)")
     conn.execute("CREATE INDEX m_user ON m(user_id)")
     conn.execute("CREATE VIRTUAL TABLE f USING fts5(text, content='m', content_rowid='rowid')")
-    conn.execute("CREATE TRIGGER m_ai AFTER INSERT ON m BEGIN INSERT INTO f(rowid, text) VALUES (new.rowid, new.text); END")
+    conn.execute(
+        "CREATE TRIGGER m_ai AFTER INSERT ON m BEGIN INSERT INTO f(rowid, text) VALUES (new.rowid, new.text); END"
+    )
     start = time.perf_counter()
     for s in data:
         conn.execute("BEGIN")
-        conn.executemany("INSERT INTO m (user_id, text) VALUES (?, ?)", [(s["user_id"], e["content"]["parts"][0]["text"]) for e in s["events"]])
+        conn.executemany(
+            "INSERT INTO m (user_id, text) VALUES (?, ?)",
+            [(s["user_id"], e["content"]["parts"][0]["text"]) for e in s["events"]],
+        )
         conn.execute("COMMIT")
     ingest = time.perf_counter() - start
     lat = []
@@ -96,7 +100,16 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             raw = raw_sqlite(Path(tmp) / "raw.db", data, qs)
             mine = asyncio.run(ours(Path(tmp) / "ours.db", data, qs))
-        table.add_row(f"{n:,}", "raw sqlite3+FTS5", f"{raw['events/s']:,.0f}", "1.00", f"{raw['p50']:.2f}", f"{raw['p95']:.2f}", "1.00", f"{raw['bytes'] / n:,.0f}")
+        table.add_row(
+            f"{n:,}",
+            "raw sqlite3+FTS5",
+            f"{raw['events/s']:,.0f}",
+            "1.00",
+            f"{raw['p50']:.2f}",
+            f"{raw['p95']:.2f}",
+            "1.00",
+            f"{raw['bytes'] / n:,.0f}",
+        )
         table.add_row(
             "", "longterm bulk (add_sessions_to_memory)", f"{mine['bulk/s']:,.0f}", f"{mine['bulk/s'] / raw['events/s']:.2f}",
             "", "", "", "",

@@ -22,9 +22,10 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -70,7 +71,9 @@ def load(path: Path) -> tuple[list[dict], list[dict]]:
         for qa in conv["qa"]:
             evidence = [d for e in qa.get("evidence", []) for d in _dia(e)]
             if qa["category"] in CATEGORIES and evidence:
-                questions.append({"user": user, "q": qa["question"], "evidence": set(evidence), "category": qa["category"]})
+                questions.append(
+                    {"user": user, "q": qa["question"], "evidence": set(evidence), "category": qa["category"]}
+                )
     return sessions, questions
 
 
@@ -81,14 +84,19 @@ def fts5_baseline(sessions: list[dict]) -> Searcher:
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE VIRTUAL TABLE t USING fts5(body, user UNINDEXED, dia UNINDEXED)")
     for s in sessions:
-        conn.executemany("INSERT INTO t VALUES (?, ?, ?)", [(e["content"]["parts"][0]["text"], s["user_id"], e["id"]) for e in s["events"]])
+        conn.executemany(
+            "INSERT INTO t VALUES (?, ?, ?)",
+            [(e["content"]["parts"][0]["text"], s["user_id"], e["id"]) for e in s["events"]],
+        )
 
     def search(user: str, q: str) -> list[str]:
         words = re.findall(r"\w+", q)
         if not words:
             return []
         expr = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
-        rows = conn.execute("SELECT dia FROM t WHERE t MATCH ? AND user = ? ORDER BY bm25(t) LIMIT ?", (expr, user, DEPTH))
+        rows = conn.execute(
+            "SELECT dia FROM t WHERE t MATCH ? AND user = ? ORDER BY bm25(t) LIMIT ?", (expr, user, DEPTH)
+        )
         return [r[0] for r in rows]
 
     return search
@@ -96,7 +104,9 @@ def fts5_baseline(sessions: list[dict]) -> Searcher:
 
 def longterm_searcher(sessions: list[dict], tmp: Path, name: str, **kwargs: Any) -> tuple[Searcher, dict]:
     loop = asyncio.new_event_loop()
-    memory = LongTermMemory(backend_config={"path": str(tmp / f"{name}.db"), **kwargs.pop("backend_config", {})}, **kwargs)
+    memory = LongTermMemory(
+        backend_config={"path": str(tmp / f"{name}.db"), **kwargs.pop("backend_config", {})}, **kwargs
+    )
     start = time.perf_counter()
     loop.run_until_complete(memory.add_sessions_to_memory(sessions))
     ingest = time.perf_counter() - start
@@ -127,13 +137,15 @@ def evaluate(search: Searcher, questions: list[dict]) -> tuple[dict, float]:
             for k, v in m.items():
                 per[key][k].append(v)
     elapsed = time.perf_counter() - start
-    return {k: {m: sum(v) / len(v) for m, v in d.items()} | {"n": len(d["MRR"])} for k, d in per.items()}, elapsed / len(questions)
+    return {
+        k: {m: sum(v) / len(v) for m, v in d.items()} | {"n": len(d["MRR"])} for k, d in per.items()
+    }, elapsed / len(questions)
 
 
 class CachedEmbedder:
     """Embeds each text once per run, so configurations sharing a model share the cost."""
 
-    _shared: dict[str, "CachedEmbedder"] = {}
+    _shared: dict[str, CachedEmbedder] = {}
 
     def __init__(self, name: str) -> None:
         from longterm.retrieval.embedders import resolve_embedder
@@ -144,25 +156,27 @@ class CachedEmbedder:
         self.seconds = 0.0
 
     @classmethod
-    def get(cls, name: str) -> "CachedEmbedder":
+    def get(cls, name: str) -> CachedEmbedder:
         if name not in cls._shared:
             cls._shared[name] = cls(name)
         return cls._shared[name]
 
-    async def embed(self, texts, *, kind="passage"):
+    def embed(self, texts, *, kind="passage"):
         import numpy as np
 
         missing = list(dict.fromkeys(t for t in texts if (kind, t) not in self.cache))
         if missing:
             start = time.perf_counter()
-            for t, v in zip(missing, await self.inner.embed(missing, kind=kind)):
+            for t, v in zip(missing, self.inner.embed(missing, kind=kind), strict=True):
                 self.cache[(kind, t)] = v
             self.seconds += time.perf_counter() - start
         return np.stack([self.cache[(kind, t)] for t in texts])
 
 
 def hybrid(model: str, **backend_config: Any) -> Callable[[list[dict], Path], tuple[Searcher, dict]]:
-    return lambda s, tmp: longterm_searcher(s, tmp, f"{model}-{len(backend_config)}", embedder=CachedEmbedder.get(model), backend_config=backend_config)
+    return lambda s, tmp: longterm_searcher(
+        s, tmp, f"{model}-{len(backend_config)}", embedder=CachedEmbedder.get(model), backend_config=backend_config
+    )
 
 
 CONFIGS: dict[str, Callable[[list[dict], Path], tuple[Searcher, dict]]] = {
@@ -183,18 +197,22 @@ def main() -> None:
     args = ap.parse_args()
     sessions, questions = load(args.data)
     console = Console(width=160)
-    console.print(f"{len(sessions)} sessions, {sum(len(s['events']) for s in sessions)} turns, {len(questions)} questions")
+    console.print(
+        f"{len(sessions)} sessions, {sum(len(s['events']) for s in sessions)} turns, {len(questions)} questions"
+    )
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.configs:
             searcher, info = CONFIGS[name](sessions, Path(tmp))
             scores, per_q = evaluate(searcher, questions)
             results[name] = (scores, per_q, info)
-            console.print(f"  {name}: hit@5 {scores['all']['hit@5']:.3f} MRR {scores['all']['MRR']:.3f} ({per_q * 1000:.1f} ms/question)")
+            console.print(
+                f"  {name}: hit@5 {scores['all']['hit@5']:.3f} MRR {scores['all']['MRR']:.3f} ({per_q * 1000:.1f} ms/question)"
+            )
     table = Table(title="LoCoMo dev, turn level (categories 1-4)")
     for col in ("config", "category", "n", "hit@1", "hit@5", "hit@10", "full@5", "MRR", "ms/query"):
         table.add_column(col, justify="right")
-    for name, (scores, per_q, info) in results.items():
+    for name, (scores, per_q, _info) in results.items():
         for key in [*CATEGORIES, "all"]:
             s = scores[key]
             label = CATEGORIES.get(key, "all") if isinstance(key, int) else "all"
@@ -202,8 +220,10 @@ def main() -> None:
                           f"{per_q * 1000:.1f}" if key == "all" else "", style="bold" if key == "all" else None)  # fmt: skip
     console.print(table)
     for name, emb in CachedEmbedder._shared.items():
-        console.print(f"embedding with {name}: {len(emb.cache)} distinct texts in {emb.seconds:.1f} s "
-                      f"({emb.seconds / max(1, len(emb.cache)) * 1000:.1f} ms per text); ms/query includes embedding a question only in the first configuration that uses the model")
+        console.print(
+            f"embedding with {name}: {len(emb.cache)} distinct texts in {emb.seconds:.1f} s "
+            f"({emb.seconds / max(1, len(emb.cache)) * 1000:.1f} ms per text); ms/query includes embedding a question only in the first configuration that uses the model"
+        )
 
 
 if __name__ == "__main__":

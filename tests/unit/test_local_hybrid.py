@@ -33,7 +33,9 @@ class SynonymEmbedder:
 
 async def test_vector_arm_finds_what_words_cannot(tmp_path: Path):
     m = LongTermMemory(backend_config={"path": str(tmp_path / "m.db")}, embedder=SynonymEmbedder())
-    await m.add_session_to_memory(make_session(turns=[("user", "I just bought a new automobile"), ("user", "My tax form is late")]))
+    await m.add_session_to_memory(
+        make_session(turns=[("user", "I just bought a new automobile"), ("user", "My tax form is late")])
+    )
     res = await m.search_memory(app_name="app", user_id="u1", query="which car do I have?")
     assert res.memories[0].content.parts[0].text == "I just bought a new automobile"
     assert res.memories[0].custom_metadata["arms"].keys() == {"vector"}
@@ -60,7 +62,9 @@ async def test_another_embedder_is_refused(tmp_path: Path):
         await other.search_memory(app_name="app", user_id="u1", query="hiking")
     await other.close()
     # the same store stays usable for full text without an embedder, and in another index
-    assert (await LongTermMemory(backend_config={"path": path}).search_memory(app_name="app", user_id="u1", query="hiking")).memories
+    assert (
+        await LongTermMemory(backend_config={"path": path}).search_memory(app_name="app", user_id="u1", query="hiking")
+    ).memories
     ok = LongTermMemory(backend_config={"path": path, "index": "v128"}, embedder=HashingEmbedder(128))
     await ok.add_session_to_memory(make_session())
     await ok.close()
@@ -86,7 +90,9 @@ async def test_writes_of_another_process_are_seen_and_deletes_forgotten(tmp_path
     b = LocalBackend(path, embedder=SynonymEmbedder())
     ma, mb = LongTermMemory(backend=a), LongTermMemory(backend=b)
     await ma.add_session_to_memory(make_session("s1", turns=[("user", "my dog is called Rex")]))
-    assert len((await ma.search_memory(app_name="app", user_id="u1", query="automobile")).memories) == 1  # caches the matrix
+    assert (
+        len((await ma.search_memory(app_name="app", user_id="u1", query="automobile")).memories) == 1
+    )  # caches the matrix
     await mb.add_session_to_memory(make_session("s2", turns=[("user", "I drive a vehicle to work")]))
     res = await ma.search_memory(app_name="app", user_id="u1", query="automobile")
     assert res.memories[0].content.parts[0].text == "I drive a vehicle to work"

@@ -19,7 +19,9 @@ def clustered(n: int, dim: int, seed: int = 0) -> np.ndarray:
     """Unit vectors in tight clusters: many near-ties, where a coarse scan would err."""
     rng = np.random.default_rng(seed)
     centers = rng.standard_normal((n // 50, dim))
-    return normalize((centers[rng.integers(0, len(centers), n)] + 0.15 * rng.standard_normal((n, dim))).astype(np.float32))
+    return normalize(
+        (centers[rng.integers(0, len(centers), n)] + 0.15 * rng.standard_normal((n, dim))).astype(np.float32)
+    )
 
 
 def exact_top(matrix: np.ndarray, q: np.ndarray, n: int) -> list[int]:
@@ -39,7 +41,11 @@ def scan_engine(request, monkeypatch):
 @pytest.mark.parametrize("data", ["random", "clustered"])
 def test_int8_scan_returns_the_exact_float32_answer(scan_engine, data):
     n, dim = 5000, 64
-    matrix = clustered(n, dim) if data == "clustered" else normalize(np.random.default_rng(1).standard_normal((n, dim)).astype(np.float32))
+    matrix = (
+        clustered(n, dim)
+        if data == "clustered"
+        else normalize(np.random.default_rng(1).standard_normal((n, dim)).astype(np.float32))
+    )
     rowids = np.arange(1000, 1000 + n)
     scoped = ScopeVectors(rowids, matrix, quantize=True)
     assert scoped.quantized
@@ -72,11 +78,22 @@ def test_asking_for_more_than_the_scope_holds_returns_all_of_it_best_first(scan_
 async def test_a_large_scope_answers_through_the_api_like_a_small_one(tmp_path: Path, monkeypatch, scan_engine):
     """Same hits and scores whether the scope is scanned in int8 or float32; scope kept.
     Without simsimd a large scope stays on the float32 product (numpy has no fast int8)."""
-    turns = [("user", f"note {i}: {w} and {v}") for i, (w, v) in enumerate(zip(["tea", "rust", "opera", "kayak", "tax"] * 20, ["bread", "sql", "jazz", "tent", "visa"] * 20))]
+    turns = [
+        ("user", f"note {i}: {w} and {v}")
+        for i, (w, v) in enumerate(
+            zip(
+                ["tea", "rust", "opera", "kayak", "tax"] * 20,
+                ["bread", "sql", "jazz", "tent", "visa"] * 20,
+                strict=True,
+            )
+        )
+    ]
     answers = {}
     for threshold in (10**9, 1):
         monkeypatch.setattr(local_vectors, "QUANTIZE_FROM", threshold)
-        m = LongTermMemory(backend_config={"path": str(tmp_path / f"m{threshold}.db")}, embedder=HashingEmbedder(dim=64))
+        m = LongTermMemory(
+            backend_config={"path": str(tmp_path / f"m{threshold}.db")}, embedder=HashingEmbedder(dim=64)
+        )
         await m.add_session_to_memory(make_session(user="me", turns=turns))
         await m.add_session_to_memory(make_session(user="other", turns=[("user", "other's tea and bread")]))
         res = await m.search_memory(app_name="app", user_id="me", query="tea with bread")

@@ -54,7 +54,10 @@ async def test_failed_save_raises_keeps_ledger_and_retries_exactly_once(tmp_path
     s = make_session(turns=[("user", f"fact {i}") for i in range(10)])
     await memory.add_session_to_memory(make_session("first", turns=[("user", "before the outage")]))
     backend.down = True
-    with pytest.raises(BackendUnavailableError, match="cannot reach local at .* while saving memories: ConnectionError: engine unreachable"):
+    with pytest.raises(
+        BackendUnavailableError,
+        match="cannot reach local at .* while saving memories: ConnectionError: engine unreachable",
+    ):
         await memory.add_session_to_memory(s)
     assert await memory._ledger.saved(Scope(app_name="app", user_id="u1"), "s1") == set()
     s["events"].append({"id": "late", "author": "user", "content": {"role": "user", "parts": [{"text": "fact late"}]}})
@@ -74,7 +77,9 @@ def _save_in_new_process(home: Path, session_file: Path) -> str:
         "print(r.saved, m.count_sync(app_name='app', user_id='u1')); m.close_sync()"
     )
     env = {**os.environ, "LONGTERM_HOME": str(home)}
-    out = subprocess.run([sys.executable, "-c", code, str(session_file)], env=env, cwd=ROOT, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(session_file)], env=env, cwd=ROOT, capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 
@@ -93,9 +98,21 @@ async def test_sessions_as_adk_objects():
     from google.genai import types
 
     events = [
-        Event(author="user", invocation_id="i1", content=types.Content(role="user", parts=[types.Part(text="My dog is named Biscuit")])),
-        Event(author="agent", invocation_id="i1", content=types.Content(role="model", parts=[types.Part(text="Cute!")])),
-        Event(author="user", invocation_id="i2", content=types.Content(role="user", parts=[types.Part(inline_data=types.Blob(mime_type="image/jpeg", data=b"\xff" * 300))])),
+        Event(
+            author="user",
+            invocation_id="i1",
+            content=types.Content(role="user", parts=[types.Part(text="My dog is named Biscuit")]),
+        ),
+        Event(
+            author="agent", invocation_id="i1", content=types.Content(role="model", parts=[types.Part(text="Cute!")])
+        ),
+        Event(
+            author="user",
+            invocation_id="i2",
+            content=types.Content(
+                role="user", parts=[types.Part(inline_data=types.Blob(mime_type="image/jpeg", data=b"\xff" * 300))]
+            ),
+        ),
     ]
     session = Session(id="adk1", app_name="app", user_id="u1", events=events)
     memory = LongTermMemory()
@@ -117,13 +134,29 @@ async def test_sessions_as_adk_objects():
 async def test_add_events_and_add_memory():
     memory = LongTermMemory()
     r = await memory.add_events_to_memory(
-        app_name="app", user_id="u1", session_id="s9", custom_metadata={"ttl": "30d"},
-        events=[{"id": "x1", "author": "user", "content": {"role": "user", "parts": [{"text": "I prefer window seats"}]}}],
+        app_name="app",
+        user_id="u1",
+        session_id="s9",
+        custom_metadata={"ttl": "30d"},
+        events=[
+            {"id": "x1", "author": "user", "content": {"role": "user", "parts": [{"text": "I prefer window seats"}]}}
+        ],
     )
     assert r.saved == 1
-    again = await memory.add_events_to_memory(app_name="app", user_id="u1", session_id="s9", events=[{"id": "x1", "author": "user", "content": {"role": "user", "parts": [{"text": "I prefer window seats"}]}}])
+    again = await memory.add_events_to_memory(
+        app_name="app",
+        user_id="u1",
+        session_id="s9",
+        events=[
+            {"id": "x1", "author": "user", "content": {"role": "user", "parts": [{"text": "I prefer window seats"}]}}
+        ],
+    )
     assert again.saved == 0
-    await memory.add_memory(app_name="app", user_id="u1", memories=[{"content": {"role": "user", "parts": [{"text": "Allergic to shellfish"}]}}])
+    await memory.add_memory(
+        app_name="app",
+        user_id="u1",
+        memories=[{"content": {"role": "user", "parts": [{"text": "Allergic to shellfish"}]}}],
+    )
     res = await memory.search_memory(app_name="app", user_id="u1", query="window seats")
     assert res.memories[0].custom_metadata["ttl"] == "30d"
     res = await memory.search_memory(app_name="app", user_id="u1", query="shellfish")
@@ -261,7 +294,9 @@ async def test_saving_does_not_block_the_event_loop():
     await asyncio.sleep(0)
     start = time.perf_counter()
     for n in range(5):
-        await m.add_session_to_memory(make_session(f"s{n}", turns=[("user", f"fact number {i} " * 30) for i in range(400)]))
+        await m.add_session_to_memory(
+            make_session(f"s{n}", turns=[("user", f"fact number {i} " * 30) for i in range(400)])
+        )
     elapsed = time.perf_counter() - start
     stop = True
     await hb

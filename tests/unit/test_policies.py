@@ -16,6 +16,7 @@ def ev(parts=None, role=None, author="user", **kw) -> Event:
 
 # -- role normalisation -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "parts, role, author, expected",
     [
@@ -43,6 +44,7 @@ def test_role_normalisation(parts, role, author, expected):
 
 
 # -- part to unit -------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "part, types, empty",
