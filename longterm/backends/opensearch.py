@@ -1,339 +1,327 @@
-"""The OpenSearch backend: one index per ``index`` name, every user inside it, BM25 + k-NN.
+"""The OpenSearch engine: one index per ``index`` name holding every user, BM25 + k-NN, its ledger beside it.
 
-The seam: ``OpenSearchBackend`` implements the backend contract with the official
-``opensearch-py`` async client, one client (connection pool) per backend.
+The seam: ``OpenSearchBackend`` implements the engine primitives (``core.engine``) with the
+sync ``opensearch-py`` client (thread-safe; one connection pool for the core's ``workers``
+threads). Each try of a request has a third of the core's ``timeout``, and a request that
+fails on one of ``hosts`` goes to another: a lost node costs a retry, not the caller's save.
 
 Why it is shaped so:
-- One index holds all users of an app; ``app_name``/``user_id`` are ``keyword`` fields in a
-  ``filter`` clause of every query, so any user id works (VeADK's index-per-user scheme
-  rejects ids like ``Alice``, ``a@b.com`` or ``user 1``) and no id is ever query syntax.
-  The index name is derived from ``index`` (lower-cased, unsafe characters replaced, a
-  digest appended when anything changed).
-- Text: ``terms`` is the CJK-segmented text (``retrieval.text.segment``) under an analyzer
-  of analysis-common only (split on non-letters, lowercase, ASCII folding, Porter stemming),
-  so Chinese, Japanese and Korean bigrams survive and English is stemmed. Queries are built
-  from ``query_terms`` as a ``match`` (never ``query_string``).
-- Vectors: with an embedder, a ``knn_vector`` (HNSW, Lucene engine, cosine; the Lucene
-  engine needs no native library) searched by a k-NN query with the scope as its
-  ``filter``; fused with the BM25 arm (convex by default, or RRF). A node without the k-NN
-  plugin gets a clear error at index creation.
-- Writes use the bulk API with ``refresh=wait_for``: once a save returned, searches see it.
+- Users share the index: ``app_name``/``user_id`` are ``keyword`` fields in the ``filter`` of
+  every query, so any id works and none is ever query syntax. Index names are lower-cased
+  with unsafe characters replaced; a changed or too long name is cut, then ends in a digest
+  of the whole, so two names never share an index.
+- ``terms`` is the CJK-segmented text under an analysis-common analyzer (non-letter split,
+  lowercase, ASCII folding, Porter); queries are a ``match`` over ``query_terms``. Vectors are
+  a Lucene-engine ``knn_vector`` (no native library) searched with the scope as its filter.
+- The ledger is the index ``<name>.ledger`` (data index names hold no dot): a document per
+  handled event, id ``scope_key(app, user, session, event)``, read with ``search_after`` so a
+  session may be any length. The embedder identity is the data index's mapping ``_meta``,
+  written with the mapping it describes.
+- Bulk requests carry at most 5 MB and 1,000 documents, ``refresh=wait_for`` (a save that
+  returned is searchable); a failed item fails the save, named. Reads refuse partial results.
+- An erase checks ``delete_by_query``'s failures and version conflicts and goes again until
+  nothing it erases is left, or says it could not finish.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import logging
+import json
 import re
-from collections.abc import AsyncIterator, Sequence
-from pathlib import Path
-from typing import Any, ClassVar, Optional
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import ConfigDict
 
 from ..config import env, parse_backend_config, redact_url
-from ..errors import BackendError, BackendUnavailableError, ConfigurationError, LongTermMemoryError, require
-from ..records import Hit, MemoryRecord, Scope
-from ..retrieval.embedders import Embedder
-from ..retrieval.hybrid import Hybrid, HybridSettings
-from ..retrieval.text import query_terms, segment
-
-log = logging.getLogger("longterm.opensearch")
+from ..core.engine import Engine, Query
+from ..core.errors import Rule
+from ..core.scope import scope_key
+from ..errors import BackendUnavailableError, ConfigurationError, InvalidInputError, require
+from ..records import MemoryRecord, Scope
+from ..retrieval.hybrid import HybridSettings
+from ..retrieval.text import segment
 
 ANALYSIS = {
     "analyzer": {
-        "lt_text": {
-            "type": "custom",
-            "tokenizer": "lt_words",
-            "filter": ["lowercase", "asciifolding", "porter_stem"],
-        }
+        "lt_text": {"type": "custom", "tokenizer": "lt_words", "filter": ["lowercase", "asciifolding", "porter_stem"]}
     },
     "tokenizer": {"lt_words": {"type": "pattern", "pattern": "[^\\p{L}\\p{N}]+"}},
 }
+KEYWORD = {"type": "keyword"}
+FILTERED = ("app_name", "user_id", "session_id", "timestamp")
+LEDGER_SUFFIX = ".ledger"
+#: Longest data index name: OpenSearch allows 255 bytes, and the ledger's name is longer.
+MAX_NAME = 255 - len(LEDGER_SUFFIX)
+#: One bulk request carries at most this much: a large session never meets a 413 (AWS allows 10 MB).
+BULK_BYTES = 5 * 1024 * 1024
+BULK_DOCS = 1_000
+#: Ledger entries per read (the most a search may return).
+LEDGER_PAGE = 10_000
+#: delete_by_query rounds before an erase gives up.
+ERASE_ROUNDS = 5
+BUSY = ("es_rejected_execution_exception", "unavailable_shards_exception", "no_shard_available_action_exception")
+TLS_HINT = "Pass the cluster's CA with backend_config['ca_certs'], or (a test node only) verify_certs=False."
+AUTH_HINT = "Check username/password (LONGTERM_OPENSEARCH_USERNAME / LONGTERM_OPENSEARCH_PASSWORD)."
+BLOCKED_HINT = "The index is read-only: a write block, or a disk past its flood-stage watermark; free disk, lift it."
+KNN_HINT = "Vectors need the k-NN plugin: install opensearch-knn on the cluster, or use no embedder."
+TOO_LARGE_HINT = (
+    "One memory is larger than the cluster accepts in a request (http.max_content_length; 10 MB on small AWS "
+    "domains): exclude such events with the auto-save policy, or raise the limit."
+)
 
 
 class OpenSearchConfig(HybridSettings):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
-    url: Optional[str] = None
+    url: str | None = None
     """e.g. ``https://search.example.com:9200``; default ``$LONGTERM_OPENSEARCH_URL``."""
-    hosts: Optional[list[str]] = None
-    username: Optional[str] = None
-    password: Optional[str] = None
+    hosts: list[str] | None = None
+    """Nodes of one cluster, instead of ``url``."""
+    username: str | None = None
+    password: str | None = None
     verify_certs: bool = True
-    ca_certs: Optional[str] = None
+    ca_certs: str | None = None
     index: str = "default_app"
     prefix: str = "longterm-"
-    replicas: Optional[int] = None
-    """Number of replicas for a new index (default: the cluster's)."""
-    timeout: float = 30.0
+    replicas: int | None = None
+    """Number of replicas for new indices (default: the cluster's)."""
+    timeout: float | None = 30.0
+    """Seconds a caller waits for any one operation."""
+    workers: int = 8
+    """Threads (and pooled connections) per backend."""
+
+
+class Incomplete(Exception):
+    """OpenSearch did part of a request: some writes, shards or deletions failed."""
 
 
 def index_name(prefix: str, index: str) -> str:
+    """``prefix + index`` made a valid index name; a changed or cut name ends in a digest of the whole."""
     name = f"{prefix}{index}"
     safe = re.sub(r"[^a-z0-9_-]", "_", name.lower()).lstrip("_-+") or "longterm"
-    if safe != name:
-        safe += "-" + hashlib.sha256(name.encode()).hexdigest()[:8]
-    return safe[:200]
+    if safe == name and len(safe) <= MAX_NAME:
+        return safe
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{safe[: MAX_NAME - len(digest) - 1]}-{digest}"
 
 
 def resolve_hosts(cfg: OpenSearchConfig) -> list[str]:
-    if cfg.hosts:
-        return cfg.hosts
-    if cfg.url:
-        return [cfg.url]
-    url = env("LONGTERM_OPENSEARCH_URL")
-    if url:
-        return [url]
-    host = env("DATABASE_OPENSEARCH_HOST")
-    if host:
-        port = env("DATABASE_OPENSEARCH_PORT") or "9200"
-        return [host if "://" in host else f"https://{host}:{port}"]
-    return ["http://127.0.0.1:9200"]
+    """``hosts``, else ``url``, else ``$LONGTERM_OPENSEARCH_URL``, else ``$DATABASE_OPENSEARCH_HOST``/``_PORT``."""
+    host, port = env("DATABASE_OPENSEARCH_HOST"), env("DATABASE_OPENSEARCH_PORT") or "9200"
+    legacy = host if not host or "://" in host else f"https://{host}:{port}"
+    return cfg.hosts or [cfg.url or env("LONGTERM_OPENSEARCH_URL") or legacy or "http://127.0.0.1:9200"]
 
 
-class OpenSearchBackend:
+def _busy(exc: BaseException) -> bool:
+    text = str(exc)
+    return getattr(exc, "status_code", None) in (429, 503) or any(s in text for s in BUSY)
+
+
+class OpenSearchBackend(Engine):
     name: ClassVar[str] = "opensearch"
+    unreachable: ClassVar[str] = "Start it, or set LONGTERM_OPENSEARCH_URL / backend_config['url']."
 
-    def __init__(
-        self,
-        hosts: Sequence[str] = ("http://127.0.0.1:9200",),
-        *,
-        username: Optional[str] = None,
-        password: Optional[str] = None,
-        verify_certs: bool = True,
-        ca_certs: Optional[str] = None,
-        index: str = "default_app",
-        prefix: str = "longterm-",
-        replicas: Optional[int] = None,
-        timeout: float = 30.0,
-        **hybrid: Any,
-    ) -> None:
-        self._os = require("opensearchpy", package="opensearch-py", extra="opensearch", purpose="The opensearch backend")
-        require("aiohttp", package="aiohttp", extra="opensearch", purpose="The opensearch backend's async client")
-        self.hosts = list(hosts)
+    def __init__(self, config: OpenSearchConfig | None = None, **options: Any) -> None:
+        """``OpenSearchBackend(url=..., index=...)``: the keys of ``OpenSearchConfig``, or one."""
+        cfg = config or parse_backend_config(OpenSearchConfig, options, self.name)
+        self._os = require("opensearchpy", package="opensearch-py", extra="opensearch", purpose="OpenSearch")
+        self.hosts = resolve_hosts(cfg)
+        username = cfg.username or env("LONGTERM_OPENSEARCH_USERNAME", "DATABASE_OPENSEARCH_USERNAME")
+        password = cfg.password or env("LONGTERM_OPENSEARCH_PASSWORD", "DATABASE_OPENSEARCH_PASSWORD")
         self.auth = (username, password) if username else None
-        self.verify_certs, self.ca_certs = verify_certs, ca_certs
-        self.index = index_name(prefix, index)
-        self.hybrid = Hybrid(**hybrid)
-        self.embedder: Optional[Embedder] = self.hybrid.embedder
-        self.replicas = replicas
-        self.timeout = timeout
-        self._client: Any = None
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
-        self._ready = False
+        self.verify_certs, self.replicas = cfg.verify_certs, cfg.replicas
+        self.index = index_name(cfg.prefix, cfg.index)
+        self.ledger = self.index + LEDGER_SUFFIX
+        hosts = ", ".join(redact_url(h) for h in self.hosts)
+        store, where = f"opensearch:{hosts}#{self.index}", f"{hosts} (index {self.index})"
+        super().__init__(where=where, store_id=store, workers=cfg.workers, timeout=cfg.timeout, **cfg.hybrid_kwargs())
+        # Three tries (a request to a dead node goes to another) fit in the caller's deadline.
+        retry = {"timeout": max(1.0, (cfg.timeout or 30.0) / 3), "max_retries": 2, "retry_on_timeout": True}
+        tls = {"verify_certs": cfg.verify_certs, "ca_certs": cfg.ca_certs, "ssl_show_warn": cfg.verify_certs}
+        self.client = self._os.OpenSearch(self.hosts, http_auth=self.auth, pool_maxsize=cfg.workers, **tls, **retry)
 
-    @classmethod
-    def from_config(cls, config: dict[str, Any], *, root: Path) -> "OpenSearchBackend":
-        cfg = parse_backend_config(OpenSearchConfig, config, cls.name)
-        return cls(
-            resolve_hosts(cfg),
-            username=cfg.username or env("LONGTERM_OPENSEARCH_USERNAME", "DATABASE_OPENSEARCH_USERNAME"),
-            password=cfg.password or env("LONGTERM_OPENSEARCH_PASSWORD", "DATABASE_OPENSEARCH_PASSWORD"),
-            verify_certs=cfg.verify_certs, ca_certs=cfg.ca_certs, index=cfg.index, prefix=cfg.prefix,
-            replicas=cfg.replicas, timeout=cfg.timeout, **cfg.hybrid_kwargs(),
-        )  # fmt: skip
-
-    # -- connection and errors ----------------------------------------------------------------
-
-    def _where(self) -> str:
-        return ", ".join(redact_url(h) for h in self.hosts)
-
-    def _error(self, exc: Exception, what: str) -> LongTermMemoryError:
+    def _rules(self) -> Sequence[Rule]:
         ex = self._os.exceptions
-        text = str(exc)
-        if isinstance(exc, ex.SSLError) or "CERTIFICATE_VERIFY_FAILED" in text:
-            return ConfigurationError(
-                f"TLS to OpenSearch at {self._where()} failed while {what}: {exc}. Pass the cluster's CA with "
-                "backend_config['ca_certs'], or (for a test node only) verify_certs=False."
-            )
-        if isinstance(exc, (ex.AuthenticationException, ex.AuthorizationException)):
-            return ConfigurationError(
-                f"OpenSearch at {self._where()} refused the credentials while {what} ({exc.status_code}). Check "
-                "username/password (LONGTERM_OPENSEARCH_USERNAME / LONGTERM_OPENSEARCH_PASSWORD)."
-            )
-        if isinstance(exc, (ex.ConnectionError, ex.ConnectionTimeout, OSError, asyncio.TimeoutError)):
-            return BackendUnavailableError(
-                f"cannot reach OpenSearch at {self._where()} while {what}: {exc}. Start it, or set "
-                "LONGTERM_OPENSEARCH_URL / backend_config['url']."
-            )
-        if "knn_vector" in text and ("No handler" in text or "mapper_parsing" in text):
-            return BackendUnavailableError(
-                f"OpenSearch at {self._where()} has no k-NN plugin, which vectors need ({text[:200]}). Install "
-                "opensearch-knn on the cluster, or use this backend without an embedder."
-            )
-        return BackendError(f"OpenSearch error while {what} at {self._where()}: {text[:500]}")
+        return (
+            Rule(ex.SSLError, ConfigurationError, TLS_HINT),
+            Rule("cluster_block_exception", BackendUnavailableError, BLOCKED_HINT),
+            Rule((ex.AuthenticationException, ex.AuthorizationException), ConfigurationError, AUTH_HINT),
+            Rule("index_not_found_exception", BackendUnavailableError, "The index is gone.", reopen=True),
+            Rule(lambda e: "knn_vector" in str(e) and "mapper" in str(e).lower(), BackendUnavailableError, KNN_HINT),
+            Rule(lambda e: getattr(e, "status_code", None) == 413, InvalidInputError, TOO_LARGE_HINT),
+            Rule(_busy, BackendUnavailableError, "The cluster is overloaded or recovering (a node lost?); retry soon."),
+        )
 
-    async def _conn(self) -> Any:
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            kwargs: dict[str, Any] = {
-                "hosts": self.hosts, "verify_certs": self.verify_certs, "timeout": self.timeout,
-                "ssl_show_warn": self.verify_certs, "max_retries": 2, "retry_on_timeout": True,
-            }  # fmt: skip
-            if self.auth:
-                kwargs["http_auth"] = self.auth
-            if self.ca_certs:
-                kwargs["ca_certs"] = self.ca_certs
-            self._client = self._os.AsyncOpenSearch(**kwargs)
-            self._loop, self._ready = loop, False
-        if not self._ready:
-            try:
-                await self._ensure_index(self._client)
-            except LongTermMemoryError:
-                raise
-            except Exception as exc:
-                raise self._error(exc, "preparing the index") from exc
-            self._ready = True
-        return self._client
+    # -- schema and meta ---------------------------------------------------------------------
 
-    def _mapping(self) -> dict[str, Any]:
+    def _open(self) -> None:
         props: dict[str, Any] = {
-            "record_id": {"type": "keyword"},
-            "app_name": {"type": "keyword"},
-            "user_id": {"type": "keyword"},
-            "session_id": {"type": "keyword"},
+            **dict.fromkeys(("record_id", "app_name", "user_id", "session_id"), KEYWORD),
             "timestamp": {"type": "double"},
             "terms": {"type": "text", "analyzer": "lt_text"},
             "doc": {"type": "object", "enabled": False},
         }
         settings: dict[str, Any] = {"analysis": ANALYSIS}
-        if self.replicas is not None:
-            settings["number_of_replicas"] = self.replicas
         if self.embedder is not None:
             settings["knn"] = True
-            props["embedding"] = {
-                "type": "knn_vector",
-                "dimension": self.embedder.dim,
-                "method": {"name": "hnsw", "engine": "lucene", "space_type": "cosinesimil"},
-            }
-        return {"settings": {"index": settings}, "mappings": {"properties": props, "_meta": {"embedder": self.embedder.id if self.embedder else ""}}}
+            method = {"name": "hnsw", "engine": "lucene", "space_type": "cosinesimil"}
+            props["embedding"] = {"type": "knn_vector", "dimension": self.embedder.dim, "method": method}
+        meta = {"embedder": self.embedder.id if self.embedder is not None else ""}
+        self._create(self.index, settings, {"properties": props, "_meta": meta})
+        ledger = dict.fromkeys(("app_name", "user_id", "session_id", "event_id"), KEYWORD)
+        self._create(self.ledger, {}, {"dynamic": "strict", "properties": ledger})
 
-    async def _ensure_index(self, client: Any) -> None:
-        if not await client.indices.exists(index=self.index):
-            try:
-                await client.indices.create(index=self.index, body=self._mapping())
-            except self._os.exceptions.RequestError as exc:
-                if "resource_already_exists" not in str(exc):
-                    raise
-            else:
-                return
-        mapping = await client.indices.get_mapping(index=self.index)
-        meta = next(iter(mapping.values()))["mappings"].get("_meta", {})
-        have, want = meta.get("embedder", ""), self.embedder.id if self.embedder else ""
-        if want and have != want:
-            raise ConfigurationError(
-                f"OpenSearch index {self.index!r} was created for embedder {have or 'none'!r}, not {want!r}. Vectors "
-                "of different embedders never mix: use another index name, or delete the index."
-            )
-
-    # -- contract -------------------------------------------------------------------------------
-
-    @staticmethod
-    def _scope_filter(scope: Scope) -> list[dict[str, Any]]:
-        return [{"term": {"app_name": scope.app_name}}, {"term": {"user_id": scope.user_id}}]
-
-    async def upsert(self, records: Sequence[MemoryRecord]) -> None:
-        if not records:
+    def _create(self, index: str, settings: dict[str, Any], mappings: dict[str, Any]) -> None:
+        if self.client.indices.exists(index=index):
             return
-        vectors = await self.embedder.embed([r.text for r in records], kind="passage") if self.embedder else None
-        body: list[dict[str, Any]] = []
+        if self.replicas is not None:
+            settings = {**settings, "number_of_replicas": self.replicas}
+        try:
+            self.client.indices.create(index=index, body={"settings": {"index": settings}, "mappings": mappings})
+        except self._os.exceptions.RequestError as exc:
+            if "resource_already_exists" not in str(exc):
+                raise
+
+    def _metas(self) -> dict[str, Any]:
+        mapping = self.client.indices.get_mapping(index=self.index)
+        return dict(next(iter(mapping.values()))["mappings"].get("_meta", {}))
+
+    def _meta_get(self, key: str) -> str | None:
+        value = self._metas().get(key)
+        return None if value is None else str(value)
+
+    def _meta_set(self, key: str, value: str) -> None:
+        self.client.indices.put_mapping(index=self.index, body={"_meta": {**self._metas(), key: value}})
+
+    def _close(self) -> None:
+        self.client.close()
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def _write(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None) -> None:
+        rows = []
         for i, r in enumerate(records):
-            doc = {
-                "record_id": r.id, "app_name": r.app_name, "user_id": r.user_id, "session_id": r.session_id,
-                "timestamp": r.timestamp, "terms": segment(r.text), "doc": r.model_dump(mode="json", exclude={"embedding"}),
-            }  # fmt: skip
+            data = r.model_dump(mode="json", exclude={"content"} if r.text_only_content() else None)
+            doc = {"record_id": r.id, **{k: data[k] for k in FILTERED}, "terms": segment(r.text), "doc": data}
             if vectors is not None:
                 doc["embedding"] = vectors[i].astype(np.float32).tolist()
-            body += [{"index": {"_index": self.index, "_id": r.id}}, doc]
-        client = await self._conn()
-        try:
-            resp = await client.bulk(body=body, refresh="wait_for")
-        except Exception as exc:
-            raise self._error(exc, "saving memories") from exc
-        if resp.get("errors"):
-            failed = [it["index"] for it in resp["items"] if it["index"].get("error")]
-            raise self._error(RuntimeError(f"{len(failed)} of {len(records)} writes failed, first: {failed[0]['error']}"), "saving memories")
+            rows.append((r.id, doc, f"event {r.event_id!r} of session {r.session_id!r}"))
+        self._bulk(self.index, rows)
 
-    async def _query(self, client: Any, body: dict[str, Any]) -> list[dict[str, Any]]:
-        resp = await client.search(index=self.index, body=body)
-        return resp["hits"]["hits"]
+    def _ledger_mark(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
+        base = {"app_name": scope.app_name, "user_id": scope.user_id, "session_id": session_id}
+        key = lambda e: scope_key(scope.app_name, scope.user_id, session_id, e)  # noqa: E731
+        self._bulk(self.ledger, [(key(e), {**base, "event_id": e}, f"ledger of event {e!r}") for e in event_ids])
 
-    async def search(self, scope: Scope, query: str, top_k: int, *, query_vector: Optional[Sequence[float]] = None) -> list[Hit]:
-        terms = query_terms(query, stem=False)
-        if not terms:
-            return []
-        client = await self._conn()
-        depth = self.hybrid.depth(top_k)
-        text_q = {
-            "size": depth, "_source": ["doc"],
-            "query": {"bool": {"filter": self._scope_filter(scope), "must": [{"match": {"terms": {"query": " ".join(terms), "operator": "or"}}}]}},
-        }  # fmt: skip
-        try:
-            text_hits = await self._query(client, text_q)
-        except Exception as exc:
-            raise self._error(exc, "searching") from exc
-        if self.embedder is None:
-            return [Hit(record=MemoryRecord.model_validate(h["_source"]["doc"]), score=h["_score"], arms={"fulltext": h["_score"]}) for h in text_hits]
-        vec_hits: list[dict[str, Any]] = []
-        qv, degraded = await self.hybrid.query_vector(query, query_vector, f"opensearch {self.index}")
-        if qv is not None:
-            knn = {"embedding": {"vector": qv.tolist(), "k": depth, "filter": {"bool": {"filter": self._scope_filter(scope)}}}}
-            try:
-                vec_hits = await self._query(client, {"size": depth, "_source": ["doc"], "query": {"knn": knn}})
-            except Exception as exc:  # degrade visibly: full text still answers
-                degraded = f"vector search failed ({type(exc).__name__}: {str(exc)[:200]}); results are full text only"
-                log.warning("opensearch %s: %s", self.index, degraded)
-        docs = {h["_id"]: h["_source"]["doc"] for h in [*text_hits, *vec_hits]}
-        fused = self.hybrid.fuse({"fulltext": [(h["_id"], h["_score"]) for h in text_hits], "vector": [(h["_id"], h["_score"]) for h in vec_hits]})
-        extra = {"degraded": degraded} if degraded else {}
-        return [Hit(record=MemoryRecord.model_validate(docs[i]), score=s, arms=a, extra=extra) for i, s, a in fused[:top_k]]
+    def _bulk(self, index: str, rows: Sequence[tuple[str, dict[str, Any], str]]) -> None:
+        """Index ``rows`` (id, document, what it is) in requests of at most ``BULK_BYTES`` and
+        ``BULK_DOCS``, each confirmed and visible before the next; a failed item fails the call."""
+        chunk: list[tuple[bytes, str]] = []
+        size = 0
+        for doc_id, doc, label in rows:
+            action = json.dumps({"index": {"_index": index, "_id": doc_id}})
+            data = f"{action}\n{json.dumps(doc, ensure_ascii=False)}\n".encode()
+            if chunk and (size + len(data) > BULK_BYTES or len(chunk) == BULK_DOCS):
+                self._send(chunk)
+                chunk, size = [], 0
+            chunk.append((data, label))
+            size += len(data)
+        if chunk:
+            self._send(chunk)
 
-    async def delete(self, scope: Scope, ids: Optional[Sequence[str]] = None) -> int:
-        client = await self._conn()
-        flt = self._scope_filter(scope)
-        if ids is not None:
-            flt = [*flt, {"terms": {"record_id": list(ids)}}]
-        try:
-            resp = await client.delete_by_query(index=self.index, body={"query": {"bool": {"filter": flt}}}, refresh=True, conflicts="proceed")
-        except Exception as exc:
-            raise self._error(exc, "deleting memories") from exc
-        return int(resp.get("deleted", 0))
+    def _send(self, chunk: list[tuple[bytes, str]]) -> None:
+        resp = self.client.bulk(body=b"".join(data for data, _ in chunk), refresh="wait_for")
+        if not resp.get("errors"):
+            return
+        items = [item.get("index", {}) for item in resp["items"]]
+        failed = [(label, item["error"]) for (_, label), item in zip(chunk, items, strict=True) if item.get("error")]
+        label, err = failed[0]
+        raise Incomplete(
+            f"{len(failed)} of {len(chunk)} writes failed; first: {label}: {err.get('type')}: {err.get('reason')}. "
+            "What failed is not marked saved: the next save retries it"
+        )
 
-    async def count(self, scope: Scope) -> int:
-        client = await self._conn()
-        try:
-            resp = await client.count(index=self.index, body={"query": {"bool": {"filter": self._scope_filter(scope)}}})
-        except Exception as exc:
-            raise self._error(exc, "counting memories") from exc
+    # -- reads -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _scope(scope: Scope, *more: dict[str, Any]) -> dict[str, Any]:
+        terms = [{"term": {"app_name": scope.app_name}}, {"term": {"user_id": scope.user_id}}, *more]
+        return {"bool": {"filter": terms}}
+
+    def _hits(self, index: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+        body = {**body, "track_total_hits": False}
+        return self.client.search(index=index, body=body, allow_partial_search_results=False)["hits"]["hits"]
+
+    def _scored(self, body: dict[str, Any]) -> list[tuple[MemoryRecord, float]]:
+        hits = self._hits(self.index, {**body, "_source": ["doc"]})
+        return [(MemoryRecord.model_validate(h["_source"]["doc"]), h["_score"]) for h in hits]
+
+    def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:
+        match = {"match": {"terms": {"query": " ".join(query.terms), "operator": "or"}}}
+        q = self._scope(scope)
+        q["bool"]["must"] = [match]
+        return self._scored({"size": k, "query": q})
+
+    def _nearest(self, scope: Scope, vector: np.ndarray, k: int) -> list[tuple[MemoryRecord, float]]:
+        knn = {"vector": vector.astype(np.float32).tolist(), "k": k, "filter": self._scope(scope)}
+        return self._scored({"size": k, "query": {"knn": {"embedding": knn}}})
+
+    def _count_of(self, query: dict[str, Any]) -> int:
+        resp = self.client.count(index=self.index, body={"query": query})
+        if resp["_shards"].get("failed"):
+            raise Incomplete(f"{resp['_shards']['failed']} of {resp['_shards']['total']} shards did not answer")
         return int(resp["count"])
 
-    async def scan(self, scope: Scope, batch_size: int = 500) -> AsyncIterator[MemoryRecord]:
-        client = await self._conn()
-        after = None
-        while True:
-            body: dict[str, Any] = {
-                "size": batch_size, "_source": ["doc"], "query": {"bool": {"filter": self._scope_filter(scope)}},
-                "sort": [{"timestamp": "asc"}, {"record_id": "asc"}],
-            }  # fmt: skip
-            if after is not None:
-                body["search_after"] = after
-            try:
-                hits = await self._query(client, body)
-            except Exception as exc:
-                raise self._error(exc, "reading memories") from exc
-            for h in hits:
-                yield MemoryRecord.model_validate(h["_source"]["doc"])
-            if len(hits) < batch_size:
-                return
-            after = hits[-1]["sort"]
+    def _count(self, scope: Scope) -> int:
+        return self._count_of(self._scope(scope))
 
-    async def close(self) -> None:
-        if self._client is not None:
+    def _page(self, scope: Scope, cursor: Any, size: int) -> tuple[list[MemoryRecord], Any]:
+        body = {"size": size, "query": self._scope(scope), "sort": [{"timestamp": "asc"}, {"record_id": "asc"}]}
+        if cursor is not None:
+            body["search_after"] = cursor
+        hits = self._hits(self.index, {**body, "_source": ["doc"]})
+        records = [MemoryRecord.model_validate(h["_source"]["doc"]) for h in hits]
+        return records, (hits[-1]["sort"] if len(hits) == size else None)
+
+    def _ledger_saved(self, scope: Scope, session_id: str) -> set[str]:
+        query = self._scope(scope, {"term": {"session_id": session_id}})
+        body: dict[str, Any] = {"size": LEDGER_PAGE, "_source": False, "query": query, "sort": [{"event_id": "asc"}]}
+        saved: set[str] = set()
+        while True:
+            hits = self._hits(self.ledger, body)
+            saved.update(h["sort"][0] for h in hits)
+            if len(hits) < LEDGER_PAGE:
+                return saved
+            body["search_after"] = hits[-1]["sort"]
+
+    # -- erase -------------------------------------------------------------------------------------
+
+    def _remove(self, scope: Scope, ids: Sequence[str] | None, session_id: str | None) -> int:
+        if ids is not None:
+            query = self._scope(scope, {"terms": {"record_id": list(ids)}})
+        elif session_id is not None:
+            query = self._scope(scope, {"term": {"session_id": session_id}})
+        else:
+            query = self._scope(scope)
+        deleted, problem, body = 0, "it timed out", {"query": query}
+        for _ in range(ERASE_ROUNDS):
             try:
-                await self._client.close()
-            except Exception:  # closing a client whose loop is gone: nothing to release
-                log.debug("closing opensearch client", exc_info=True)
-            self._client = None
+                resp = self.client.delete_by_query(index=self.index, body=body, refresh=True, conflicts="proceed")
+            except self._os.exceptions.TransportError as exc:  # failures (e.g. 429 rejections) come with a status
+                if not (isinstance(exc.info, dict) and exc.info.get("failures")):
+                    raise
+                resp = exc.info
+            deleted += int(resp.get("deleted", 0))
+            failures, conflicts = resp.get("failures") or [], int(resp.get("version_conflicts", 0))
+            if not failures and not conflicts and not resp.get("timed_out"):
+                return deleted
+            problem = f"first failure: {str(failures[0])[:300]}" if failures else f"{conflicts} version conflicts"
+            self.client.indices.refresh(index=self.index)
+            if self._count_of(query) == 0:
+                return deleted
+        raise Incomplete(
+            f"erasing did not finish in {ERASE_ROUNDS} rounds of delete_by_query ({problem}); {deleted} memories went, "
+            "others are still stored. Erase again"
+        )

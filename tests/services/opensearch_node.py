@@ -1,7 +1,9 @@
-"""A real OpenSearch 2.19.1 node (with the k-NN plugin) on 127.0.0.1, in a JVM.
+"""A real OpenSearch 2.19.1 node (with the k-NN plugin) on 127.0.0.1, in a JVM; or several
+nodes of one cluster (``start_cluster``), each in its own JVM so one can be killed.
 
-Built by install-opensearch.sh from the Maven project beside this file. The node stops
-when its standard input closes, so a crashed test run cannot leave it behind.
+Built by install-opensearch.sh from the Maven project beside this file. A node stops when
+its standard input closes, so a crashed run cannot leave it behind; ``kill`` is a crash
+(SIGKILL, no shutdown).
 """
 
 from __future__ import annotations
@@ -19,49 +21,66 @@ from tests.services.redis_server import free_port
 
 HERE = Path(__file__).resolve().parent / "opensearch"
 TARGET = HERE / "target"
+KNN = "org.opensearch.knn.plugin.KNNPlugin"
 
 
 class OpenSearchNode:
     name = "opensearch"
 
-    def __init__(self) -> None:
+    def __init__(self, heap: str = "1g", cluster: dict[str, str] | None = None) -> None:
+        """``heap``: the JVM's largest heap; ``cluster``: the ``longterm.*`` system properties of
+        a node of a cluster (see Node.java), else the node is a cluster of its own."""
         self.port = 0
+        self.transport = 0
+        self.heap = heap
+        self.cluster = cluster
         self.proc: subprocess.Popen | None = None
         self.log: list[str] = []
+        self._ready = threading.Event()
 
-    def start(self, workdir: Path) -> None:
+    def start(self, workdir: Path, wait: float = 180) -> None:
+        self.launch(workdir)
+        self.wait_ready(wait)
+
+    def launch(self, workdir: Path) -> None:
+        """Start the JVM; ``wait_ready`` waits for it to serve."""
         jar = TARGET / "opensearch-node-1.0.jar"
         if not jar.exists():
             raise RuntimeError(f"{jar} is missing; run tests/services/install-opensearch.sh (scripts/test does)")
         java = shutil.which("java")
         if java is None:
             raise RuntimeError("java (17) is not installed; the OpenSearch test node needs it")
-        self.port = free_port()
+        self.port = self.port or free_port()
+        self.transport = self.transport or free_port()
         data = workdir / "opensearch"
         classpath = os.pathsep.join([str(jar), str(TARGET / "lib" / "*"), str(TARGET / "knn" / "*")])
-        transport = free_port()
-        cmd = [java, "-Xms512m", "-Xmx1g", "-cp", classpath, "longterm.testnode.Node", str(self.port), str(transport), str(data),
-               "org.opensearch.knn.plugin.KNNPlugin"]  # fmt: skip
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        ready = threading.Event()
+        props = [f"-Dlongterm.{k}={v}" for k, v in (self.cluster or {}).items()]
+        args = [str(self.port), str(self.transport), str(data), KNN]
+        cmd = [java, "-Xms512m", f"-Xmx{self.heap}", *props, "-cp", classpath, "longterm.testnode.Node", *args]
+        pipe = subprocess.PIPE
+        self.proc = subprocess.Popen(cmd, stdin=pipe, stdout=pipe, stderr=subprocess.STDOUT, text=True)
+        self._ready.clear()
+        threading.Thread(target=self._pump, args=(self.proc,), daemon=True).start()
 
-        def pump() -> None:
-            assert self.proc is not None and self.proc.stdout is not None
-            for line in self.proc.stdout:
-                self.log.append(line)
-                del self.log[:-200]
-                if line.rstrip().endswith(f"READY {self.port}"):  # the runner prefixes stdout lines
-                    ready.set()
+    def _pump(self, proc: subprocess.Popen) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            self.log.append(line)
+            del self.log[:-200]
+            if line.rstrip().endswith(f"READY {self.port}"):  # the runner prefixes stdout lines
+                self._ready.set()
 
-        threading.Thread(target=pump, daemon=True).start()
-        deadline = time.time() + 180
-        while not ready.is_set():
+    def wait_ready(self, wait: float = 180) -> None:
+        assert self.proc is not None, "launch first"
+        deadline = time.time() + wait
+        while not self._ready.is_set():
+            tail = "".join(self.log[-40:])
             if self.proc.poll() is not None:
-                raise RuntimeError(f"the OpenSearch node exited with {self.proc.returncode}:\n{''.join(self.log[-40:])}")
+                raise RuntimeError(f"the OpenSearch node exited with {self.proc.returncode}:\n{tail}")
             if time.time() > deadline:
                 self.stop()
-                raise RuntimeError(f"the OpenSearch node was not ready in 180 s:\n{''.join(self.log[-40:])}")
-            ready.wait(0.5)
+                raise RuntimeError(f"the OpenSearch node was not ready in {wait:g} s:\n{tail}")
+            self._ready.wait(0.5)
 
     @property
     def url(self) -> str:
@@ -69,6 +88,12 @@ class OpenSearchNode:
 
     def config(self, tmp: Path) -> dict[str, Any]:
         return {"url": self.url, "prefix": f"t{uuid.uuid4().hex[:10]}-", "replicas": 0}
+
+    def kill(self) -> None:
+        """Crash the node: SIGKILL, no shutdown, nothing flushed."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -78,3 +103,27 @@ class OpenSearchNode:
             except Exception:
                 self.proc.kill()
         self.proc = None
+
+
+def start_cluster(n: int, workdir: Path, heap: str = "512m", wait: float = 300) -> list[OpenSearchNode]:
+    """``n`` nodes of one new cluster on 127.0.0.1, each in its own JVM with ``heap``, every
+    one eligible as cluster manager; returned once each of them serves."""
+    names = [f"node-{i + 1}" for i in range(n)]
+    transports = [free_port() for _ in names]
+    common = {
+        "cluster": f"longterm-bench-{uuid.uuid4().hex[:8]}",
+        "seeds": ",".join(f"127.0.0.1:{t}" for t in transports),
+        "managers": ",".join(names),
+    }
+    nodes = [OpenSearchNode(heap, {**common, "node": name}) for name in names]
+    try:
+        for node, transport, name in zip(nodes, transports, names, strict=True):
+            node.transport = transport
+            node.launch(workdir / name)
+        for node in nodes:
+            node.wait_ready(wait)
+    except BaseException:
+        for node in nodes:
+            node.stop()
+        raise
+    return nodes
