@@ -110,3 +110,28 @@ def test_openai_reads_the_environment(monkeypatch: pytest.MonkeyPatch):
     assert e.base_url == "http://mine/v1" and e.api_key == "sk-fallback"
     with pytest.raises(ConfigurationError, match="pass dim="):
         _ = e.dim
+
+
+def test_the_openai_embedder_serves_every_event_loop_and_is_closed_with_the_memory(scripted_service, tmp_path):
+    """Its client was bound to the first loop: a second ``asyncio.run`` degraded search silently."""
+    import asyncio
+
+    from longterm import LongTermMemory
+    from tests.conftest import make_session
+
+    memory = LongTermMemory(
+        backend_config={"path": str(tmp_path / "m.db")},
+        embedder={"name": "openai", "model": "m", "base_url": scripted_service, "api_key": "k", "dim": 3},
+    )
+
+    async def search() -> dict:
+        res = await memory.search_memory(app_name="app", user_id="u1", query="hiking")
+        return res.memories[0].custom_metadata
+
+    asyncio.run(memory.add_session_to_memory(make_session()))
+    for _ in range(2):  # two loops, one after the other
+        meta = asyncio.run(search())
+        assert "degraded" not in meta and set(meta["arms"]) == {"fulltext", "vector"}
+    embedder = memory.backend_instance.embedder
+    memory.close_sync()
+    assert embedder._client is None  # closed with the memory
