@@ -2,10 +2,10 @@
 
 The seam: ``SyncPortal().call(coro)`` blocks until ``coro`` finished on the portal's loop.
 
-Why a persistent loop in a thread instead of ``asyncio.run`` per call: async clients
-(redis, opensearch, qdrant) bind their connection pools to the loop that created them,
-so every sync call must land on the same loop; and a thread lets the wrappers work even
-where a loop is already running (Jupyter, an async web handler calling a sync helper).
+Why a loop in a thread of its own instead of ``asyncio.run`` per call: it lets the wrappers
+work even where a loop is already running (Jupyter, an async web handler calling a sync
+helper). Engines bind nothing to a loop (``core.engine``), so the wrappers and async code
+may use one memory at once.
 """
 
 from __future__ import annotations

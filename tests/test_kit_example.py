@@ -7,12 +7,13 @@ import importlib.util
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from longterm.backends import register
+from longterm.backends import register, unregister
 from longterm.testing.contract import ContractSuite
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,9 +30,10 @@ class TestDictBackend(ContractSuite):
     processes = False  # a dict store lives in one process's memory
 
     @pytest.fixture
-    def backend_name(self) -> str:
+    def backend_name(self) -> Iterator[str]:
         register("dict", dict_backend.DictBackend, replace=True)
-        return "dict"
+        yield "dict"
+        unregister("dict")  # later tests see the registry as shipped
 
     @pytest.fixture
     def backend_config(self, tmp_path: Path) -> dict[str, Any]:

@@ -39,6 +39,15 @@ def register(name: str, backend: str | type, *, replace: bool = False) -> None:
     _registry[key] = backend
 
 
+def unregister(name: str) -> None:
+    """Forget the backend registered under ``name`` (a built-in comes back as shipped)."""
+    key = name.strip().lower()
+    if key in BUILTINS:
+        _registry[key] = BUILTINS[key]
+    else:
+        _registry.pop(key, None)
+
+
 def _load_entry_points() -> None:
     global _entry_points_loaded
     if _entry_points_loaded:
