@@ -39,7 +39,7 @@ from ..core.errors import Rule
 from ..core.ledger import SideLedger
 from ..core.scope import scope_key
 from ..errors import BackendUnavailableError, ConfigurationError, InvalidInputError, require
-from ..records import Hit, MemoryRecord, Scope
+from ..records import MemoryRecord, Scope
 from ..retrieval.embedders import Embedder, Kind, resolve_embedder
 
 #: Largest number of memories of one user that count, scan and delete see at once.
@@ -145,6 +145,7 @@ class Mem0Backend(Engine):
     and is the default parent of ``path`` (default: ``LONGTERM_HOME``)."""
 
     name: ClassVar[str] = "mem0"
+    text_arm: ClassVar[str] = "mem0"  # its one arm is mem0's own (vector) search
     unreachable: ClassVar[str] = "Check the platform host, or the vector store in backend_config['config']."
 
     def __init__(self, *, home: str | Path | None = None, **options: Any) -> None:
@@ -217,6 +218,8 @@ class Mem0Backend(Engine):
             return
         embedder = self.mem0_embedder
         assert embedder is not None
+        # Checked here, not by the core (which checks after _open, and sees no embedder: mem0
+        # embeds by itself): building mem0 with another embedder would already touch its store.
         have = self._side.meta_get(EMBEDDER_KEY)
         if have and have != embedder.id:
             raise ConfigurationError(
@@ -280,12 +283,6 @@ class Mem0Backend(Engine):
         filters = {"user_id": scope_user(scope)}
         reply = self._mem.search(query.text, top_k=k, filters=filters, threshold=self.cfg.threshold)
         return [(r, float(i.get("score") or 0.0)) for i, r in _mine(reply, scope)]
-
-    async def search(self, scope: Scope, query: str, top_k: int) -> list[Hit]:
-        hits = await super().search(scope, query, top_k)
-        for hit in hits:
-            hit.arms = {"mem0": hit.score}
-        return hits
 
     def _remove(self, scope: Scope, ids: Sequence[str] | None, session_id: str | None) -> int:
         items = self._items(scope)

@@ -82,6 +82,9 @@ class Engine:
     unreachable: ClassVar[str] = "Check that it is running and reachable."
     #: The ``backend_config`` key that sets ``timeout`` (named in the deadline's error).
     timeout_key: ClassVar[str] = "timeout"
+    #: How hits of ``_fulltext`` are labelled in ``Hit.arms`` (an engine whose only arm is not
+    #: BM25, such as mem0's vector search, names it).
+    text_arm: ClassVar[str] = "fulltext"
 
     def __init__(
         self,
@@ -314,7 +317,7 @@ class Engine:
         if self.embedder is None or self.vectors_off:
             rows = await self._run("searching", self._fulltext, scope, q, top_k)
             extra = {"degraded": self.vectors_off} if self.vectors_off else {}
-            return [Hit(record=rec, score=s, arms={"fulltext": s}, extra=extra) for rec, s in rows[:top_k]]
+            return [Hit(record=rec, score=s, arms={self.text_arm: s}, extra=extra) for rec, s in rows[:top_k]]
         vector: np.ndarray | None = None
         degraded = None
         try:
