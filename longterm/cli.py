@@ -1,4 +1,4 @@
-"""The ``longterm`` command: demo, import, search, stats, export, delete, migrate.
+"""The ``longterm`` command: demo, import, search, stats, export, delete, migrate, mcp.
 
 The seam: a thin click layer over ``LongTermMemory``; every command takes the same
 ``--backend``/``--config``/``--index`` options as the facade, so what works here works in
@@ -148,6 +148,7 @@ def demo(ctx: click.Context, path: str | None) -> None:
         console.print(f"[bold]longterm demo[/] on backend [magenta]{escape(memory.backend_name)}[/]")
         try:
             await demo_mod.run(memory, emit)
+            console.print(f"\n[dim]{escape(demo_mod.FACTS_HINT)}[/]")
         finally:
             await memory.close()
 
@@ -366,6 +367,76 @@ def migrate(
         console.print(f"copied {copied} memories of {len(scopes)} users to {escape(to_backend)}")
 
     asyncio.run(go())
+
+
+@cli.command()
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio: one user, for an assistant that starts this command; http: streamable HTTP, users by token.",
+)
+@click.option("--app", "app_name", envvar="LONGTERM_APP", required=True, help="app_name of every memory served.")
+@click.option("--user", "user_id", envvar="LONGTERM_USER", default=None, help="The user served over stdio.")
+@click.option(
+    "--tokens",
+    "tokens_file",
+    envvar="LONGTERM_MCP_TOKENS",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Over HTTP: JSON file mapping bearer tokens to users (see docs/mcp.md).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Over HTTP: address to bind.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Over HTTP: port.")
+@click.option("--embedder", default=None, help="Embedder for hybrid search: a name, or JSON inline or as @file.json.")
+@click.pass_context
+def mcp(
+    ctx: click.Context,
+    transport: str,
+    app_name: str,
+    user_id: str | None,
+    tokens_file: str | None,
+    host: str,
+    port: int,
+    embedder: str | None,
+) -> None:
+    """Serve the memory to MCP clients (assistants, editors, agents): search, save, delete, erase, list.
+
+    The scope is the server's: over stdio --user (or LONGTERM_USER), over HTTP the user the
+    caller's bearer token names in the --tokens file; never a tool argument.
+    """
+    from .errors import require
+    from .records import check_id
+
+    require("mcp.server.mcpserver", package="mcp", extra="mcp", purpose="longterm mcp")
+    from .mcp.auth import Tokens
+    from .mcp.server import serve_http, serve_stdio
+
+    check_id("--app", app_name)
+    overrides: dict[str, Any] = {}
+    if embedder:
+        overrides["embedder"] = _json_object("--embedder", embedder) if embedder[:1] in ("{", "@") else embedder
+    typed = click.core.ParameterSource.COMMANDLINE
+    if transport == "stdio":
+        if ctx.get_parameter_source("tokens_file") == typed:
+            raise click.UsageError("--tokens is for --transport http; over stdio the user is --user.")
+        if not user_id:
+            raise click.UsageError("over stdio, name the user whose memories are served: --user or LONGTERM_USER.")
+        check_id("--user", user_id)
+        asyncio.run(serve_stdio(_memory(ctx, **overrides), app_name=app_name, user_id=user_id))
+        return
+    if ctx.get_parameter_source("user_id") == typed:
+        raise click.UsageError("over HTTP each caller's token names its user (--tokens); drop --user.")
+    if tokens_file is None:
+        raise click.UsageError("over HTTP, pass --tokens FILE (or LONGTERM_MCP_TOKENS): it maps tokens to users.")
+    tokens = Tokens.load(tokens_file)
+    asyncio.run(serve_http(_memory(ctx, **overrides), app_name=app_name, tokens=tokens, host=host, port=port))
+
+
+from .facts.cli import facts as _facts  # noqa: E402
+
+cli.add_command(_facts)
 
 
 def main() -> None:

@@ -14,6 +14,13 @@ from .memory import LongTermMemory
 
 APP, USER = "demo_app", "alice"
 
+#: Printed after the demo: the one step from recalled words to facts that stay current.
+FACTS_HINT = (
+    "Facts that stay current (Lisbon replaces Porto, with history) and a profile to preload: set "
+    "LONGTERM_FACTS_BASE_URL, LONGTERM_FACTS_MODEL and LONGTERM_FACTS_API_KEY (any OpenAI-compatible "
+    "endpoint); see docs/facts.md."
+)
+
 CONVERSATIONS: list[list[tuple[str, str]]] = [
     [
         ("user", "Hi! I'm Alice. I just moved to Lisbon for a job at a solar energy startup."),

@@ -13,6 +13,11 @@ inherits it, and erasing memories leaves it be, so erased memories stay erased.
 
 A memory owns connections and threads: its store settings cannot be reassigned and it
 cannot be copied (``top_k``, ``rescoring`` and the default policy can be, validated).
+
+Facts (opt-in, ``facts=`` or ``LONGTERM_FACTS_*``; ``longterm.facts``): every save queues its
+records for the fact layer, which distils them in the background; ``search_memory`` then
+puts current facts ahead of evidence, and ``get_user_profile`` lists them. Without a model
+configured none of it runs.
 """
 
 from __future__ import annotations
@@ -31,12 +36,13 @@ from . import compat
 from . import config as _config
 from ._sync import SyncPortal
 from .autosave import AutoSaver
-from .backends.base import Backend
 from .core import registry
+from .core.backend import Backend
 from .core.engine import Engine
 from .core.ledger import HomeLedger, Ledger
 from .entries import MemoryEntry, MemoryServiceBase, SearchMemoryResponse, make_content
 from .errors import BackendError, ConfigurationError, InvalidInputError, LongTermMemoryError, raise_ours_from
+from .facts import KINDS, FactLayer, FactsConfig, SearchKind, split_hits
 from .policies import resolve_policy
 from .records import Hit, MemoryRecord, Scope, check_id
 from .retrieval.rescoring import Rescoring
@@ -48,6 +54,8 @@ log = logging.getLogger("longterm")
 
 #: ``top_k`` accepted by search (a guard against accidental full scans).
 MAX_TOP_K = 1000
+#: With facts on, a search fetches this many times ``top_k`` to fill both kinds.
+FACT_OVERFETCH = 3
 
 
 class SaveResult(BaseModel):
@@ -90,6 +98,10 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     Passed to the backend as ``backend_config["embedder"]`` unless that is set."""
     rescoring: Rescoring = Field(default_factory=Rescoring)
     """Optional recency / importance re-scoring of hits (off by default)."""
+    facts: Any = None
+    """The fact layer (``longterm.facts``): a dict of ``FactsConfig`` fields (``base_url``,
+    ``model``, ``api_key``, ...), a ``FactsConfig``, False (off), or None: on when
+    ``LONGTERM_FACTS_BASE_URL`` and ``LONGTERM_FACTS_MODEL`` are set, else off."""
     user_id: str = ""
     """Deprecated (as in VeADK): the default user of ``as_tool()`` and of a ``Runner`` given no
     ``user_id``; every call's own ``user_id`` wins. See ``longterm.compat``."""
@@ -99,6 +111,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     _portal: SyncPortal | None = PrivateAttr(default=None)
     _autosavers: Any = PrivateAttr(default_factory=weakref.WeakSet)
     _closed: bool = PrivateAttr(default=False)
+    _facts: FactLayer | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -144,9 +157,12 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         else:
             store = getattr(self._backend, "store_id", None) or f"{self.backend_name}:{self.index}"
             self._ledger = HomeLedger(_config.home() / "ledger.db", store)
+        facts = FactsConfig.resolve(self.facts)
+        if facts is not None:
+            self._facts = FactLayer(self._backend, self._ledger, facts)
 
     #: Fields that choose the store: fixed once the memory is open.
-    _FIXED = frozenset({"backend", "backend_config", "index", "app_name", "ledger", "embedder"})
+    _FIXED = frozenset({"backend", "backend_config", "index", "app_name", "ledger", "embedder", "facts"})
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in self._FIXED and self._backend is not None:
@@ -212,11 +228,13 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         async with self._engine("saving memories"):
             if self._ledger is self._backend:  # the store's own ledger: one call (one transaction where it can)
                 await self._backend.save(records, scope, session_id, covered)
-                return
-            if records:
-                await self._backend.upsert(records)
-            # Only now, after the backend confirmed, does the ledger move.
-            await self._ledger.mark_saved(scope, session_id, covered)
+            else:
+                if records:
+                    await self._backend.upsert(records)
+                # Only now, after the backend confirmed, does the ledger move.
+                await self._ledger.mark_saved(scope, session_id, covered)
+        if self._facts is not None and records:
+            self._facts.schedule(scope, records)  # queued only: distilled in the background
 
     # -- ADK BaseMemoryService ----------------------------------------------------------
 
@@ -317,12 +335,22 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
                 records.append(rec)
         async with self._engine("saving memories"):
             await self._backend.upsert(records)
+        if self._facts is not None and records:
+            self._facts.schedule(self._scope(app_name, user_id), records)
         return SaveResult(session_id="_direct", new_events=len(raw), saved=len(records))
 
-    async def search_memory(self, *, app_name: str, user_id: str, query: str, top_k: int | None = None) -> Any:
-        """The memories of (app, user) that best match ``query``, best first."""
+    async def search_memory(
+        self, *, app_name: str, user_id: str, query: str, top_k: int | None = None, kind: SearchKind = "all"
+    ) -> Any:
+        """The memories of (app, user) that best match ``query``, best first.
+
+        ``kind`` (with facts on): ``"all"`` (default) returns matching current facts first, then
+        evidence, so an agent sees what is true now before older words that may contradict it;
+        ``"facts"`` or ``"evidence"`` only one kind. Superseded facts are never returned here
+        (``list_facts(as_of=...)`` and ``fact_history`` read them).
+        """
         scope = self._scope(app_name, user_id)
-        hits = await self.search_hits(scope, query, top_k)
+        hits = await self.search_hits(scope, query, top_k, kind=kind)
         backend = self.backend_name  # one lookup per search: pydantic's private attributes are slow
         return SearchMemoryResponse(memories=[self._entry(h, backend) for h in hits])
 
@@ -343,25 +371,35 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
             raise InvalidInputError(f"memory_id must be a string, got {type(memory_id).__name__}.")
         if session_id is not None:
             check_id("session_id", session_id)
+        erased_facts = 0
+        if self._facts is not None:  # first the facts that evidence produced
+            async with self._engine("erasing facts"):
+                erased_facts = await self._facts.erase(scope, session_id=session_id, memory_id=memory_id)
         async with self._engine("deleting memories"):
             if memory_id is not None:
-                return await self._backend.delete(scope, [memory_id])
+                return erased_facts + await self._backend.delete(scope, [memory_id])
             if session_id is not None:
-                return await self._backend.delete(scope, session_id=session_id)
+                return erased_facts + await self._backend.delete(scope, session_id=session_id)
             return await self._backend.delete(scope)
 
     # -- beyond ADK ---------------------------------------------------------------------
 
-    async def search_hits(self, scope: Scope, query: str, top_k: int | None = None) -> list[Hit]:
+    async def search_hits(
+        self, scope: Scope, query: str, top_k: int | None = None, *, kind: SearchKind = "all"
+    ) -> list[Hit]:
         if not isinstance(query, str):
             raise InvalidInputError(f"query must be a string, got {type(query).__name__}.")
         k = self.top_k if top_k is None else top_k
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_TOP_K:
             raise InvalidInputError(f"top_k must be an integer from 1 to {MAX_TOP_K}, got {k!r}.")
+        if kind not in KINDS:
+            raise InvalidInputError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}.")
         fetch = min(MAX_TOP_K, k * self.rescoring.candidates) if self.rescoring.enabled else k
+        if self._facts is not None:  # room for both kinds (and superseded facts, dropped)
+            fetch = min(MAX_TOP_K, fetch * FACT_OVERFETCH)
         async with self._engine("searching memories"):
             hits = await self._backend.search(scope, query, fetch)
-        return self.rescoring.rescore(hits)[:k]
+        return split_hits(self.rescoring.rescore(hits), kind)[:k]
 
     @staticmethod
     def _entry(hit: Hit, backend: str) -> Any:
@@ -400,6 +438,78 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         async with self._engine("saving memories"):
             await self._backend.upsert(list(records))
 
+    # -- facts (``longterm.facts``; all but search answer "" or nothing when facts are off) -----------
+
+    def _fact_layer(self, what: str) -> FactLayer:
+        if self._facts is None:
+            raise ConfigurationError(
+                f"{what} needs the fact layer: pass facts={{'base_url': ..., 'model': ...}} or set "
+                "LONGTERM_FACTS_BASE_URL and LONGTERM_FACTS_MODEL (see docs/facts.md)."
+            )
+        return self._facts
+
+    async def get_user_profile(self, user_id: str | None = None, *, app_name: str | None = None) -> str:
+        """The user's current facts as a compact list, to preload into a prompt ("" when facts
+        are off or none are known yet). VeADK's shape works too: ``get_user_profile(user_id)``
+        (the app is then this memory's ``app_name``, else its index)."""
+        if user_id is None:
+            raise InvalidInputError("get_user_profile needs a user_id.")
+        scope = self._scope(app_name or self.app_name or self.index, user_id)
+        if self._facts is None:
+            return ""
+        async with self._engine("reading the profile"):
+            return await self._facts.profile(scope)
+
+    async def list_facts(
+        self, *, app_name: str, user_id: str, include_superseded: bool = False, as_of: float | None = None
+    ) -> list[dict[str, Any]]:
+        """The user's facts, oldest first: current ones, all (``include_superseded``), or those
+        that were true at ``as_of`` (seconds since the epoch). Empty when facts are off."""
+        scope = self._scope(app_name, user_id)
+        if self._facts is None:
+            return []
+        async with self._engine("reading facts"):
+            facts = await self._facts.facts(scope, current=not include_superseded, as_of=as_of)
+        return [f.as_dict() for f in facts]
+
+    async def fact_history(self, *, app_name: str, user_id: str, fact_id: str) -> list[dict[str, Any]]:
+        """A fact's trail, oldest first: the facts it replaced, itself, what replaced it; each
+        with its validity, evidence record ids and audit history."""
+        scope = self._scope(app_name, user_id)
+        if self._facts is None:
+            return []
+        async with self._engine("reading fact history"):
+            return await self._facts.history(scope, fact_id)
+
+    async def consolidate_facts(self, *, app_name: str, user_id: str) -> dict[str, int]:
+        """Merge duplicate facts and resolve contradictions (the newer wins); nothing is destroyed."""
+        scope = self._scope(app_name, user_id)
+        async with self._engine("consolidating facts"):
+            return await self._fact_layer("consolidate_facts").consolidate(scope)
+
+    async def rebuild_facts(self, *, app_name: str, user_id: str, **overrides: Any) -> dict[str, int]:
+        """Distil the user's facts afresh from all their evidence; ``overrides`` are ``FactsConfig``
+        fields for this run (``model=``, ``base_url=``, ``extract_prompt=``, ...)."""
+        scope = self._scope(app_name, user_id)
+        layer = self._fact_layer("rebuild_facts")
+        FactsConfig.resolve({**layer.config.model_dump(), **overrides})  # a bad override fails here, clearly
+        async with self._engine("rebuilding facts"):
+            return await layer.rebuild(scope, **overrides)
+
+    async def distill_facts(self, *, app_name: str, user_id: str) -> int:
+        """Distil the user's evidence not yet distilled (what a stopped process left: the next
+        save does it too) and wait; return how many records still wait."""
+        scope = self._scope(app_name, user_id)
+        async with self._engine("distilling facts"):
+            return await self._fact_layer("distill_facts").catch_up(scope)
+
+    async def flush_facts(self) -> int:
+        """Wait until queued evidence was distilled (or failed once more); return how many
+        records still wait (0 when facts are off, or all landed)."""
+        if self._facts is None:
+            return 0
+        return await self._facts.flush()
+
     # -- automatic saving and tools ---------------------------------------------------------
 
     def auto_saver(self, **options: Any) -> AutoSaver:
@@ -416,7 +526,8 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         self._autosavers.discard(saver)
 
     async def flush(self) -> None:
-        """Save every unsaved tail that automatic saving knows of; raise if one fails."""
+        """Save every unsaved tail that automatic saving knows of, raise if one fails; then wait
+        for the fact layer (whose failures are retried, never raised here: see ``flush_facts``)."""
         errors = []
         for saver in list(self._autosavers):
             try:
@@ -425,6 +536,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
                 errors.append(exc)
         if errors:
             raise errors[0]
+        await self.flush_facts()
 
     drain = flush
 
@@ -455,6 +567,8 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         self._closed = True
         for saver in list(self._autosavers):
             saver.close()  # no timer may save into a closed store
+        if self._facts is not None:
+            await self._facts.close()
         async with self._engine("closing"):
             await self._backend.close()
             if self._ledger is not self._backend:
@@ -479,8 +593,13 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     def add_events_to_memory_sync(self, **kwargs: Any) -> SaveResult:
         return self._sync(self.add_events_to_memory(**kwargs))
 
-    def search_memory_sync(self, *, app_name: str, user_id: str, query: str, top_k: int | None = None) -> Any:
-        return self._sync(self.search_memory(app_name=app_name, user_id=user_id, query=query, top_k=top_k))
+    def search_memory_sync(
+        self, *, app_name: str, user_id: str, query: str, top_k: int | None = None, kind: SearchKind = "all"
+    ) -> Any:
+        return self._sync(self.search_memory(app_name=app_name, user_id=user_id, query=query, top_k=top_k, kind=kind))
+
+    def get_user_profile_sync(self, user_id: str | None = None, *, app_name: str | None = None) -> str:
+        return self._sync(self.get_user_profile(user_id, app_name=app_name))
 
     def delete_memory_sync(
         self, *, app_name: str, user_id: str, memory_id: str | None = None, session_id: str | None = None

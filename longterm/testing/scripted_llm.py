@@ -1,16 +1,28 @@
-"""A scripted ADK model: an offline stand-in for the LLM in examples and tests.
+"""Scripted models: offline stand-ins for the LLMs in examples and tests.
 
-The seam: ``ScriptedLlm()`` is an ADK ``BaseLlm`` that needs no network and no key, so an
+The seams: ``ScriptedLlm()`` is an ADK ``BaseLlm`` that needs no network and no key, so an
 agent with long-term memory can be run and tested end to end (memory is real; only the
-model is scripted). Each turn it looks at the request: after a function response it
-answers "From memory: <the response>"; when the user's message starts with ``recall:``
-it calls ``load_memory`` with the rest as the query; otherwise it says "ok".
+model is scripted). ``ScriptedChat(rules)`` is an OpenAI-compatible chat endpoint on
+127.0.0.1 for the fact layer (``longterm.facts``): realistic answers from a few rules, and
+on demand the failures a real endpoint has (429, 5xx, timeouts, malformed JSON).
+
+Each turn ``ScriptedLlm`` looks at the request: after a function response it answers
+"From memory: <the response>"; when the user's message starts with ``recall:`` it calls
+``load_memory`` with the rest as the query; otherwise it says "ok". ``ScriptedChat`` needs
+no ADK, but lives here beside it, so importing this module needs the ``adk`` extra.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import socket
+import threading
+import time
 from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
@@ -41,3 +53,193 @@ class ScriptedLlm(BaseLlm):
             )
             return
         yield LlmResponse(usage_metadata=_USAGE, content=types.Content(role="model", parts=[types.Part(text="ok")]))
+
+
+# -- a scripted OpenAI-compatible chat endpoint (the fact layer's model) ------------------------
+
+
+@dataclass(frozen=True)
+class FactRule:
+    """What the scripted chat model knows: an event whose text matches ``pattern`` (a
+    case-insensitive regex) states ``fact`` (``{1}``, ``{2}``: the pattern's groups) about
+    ``subject``; two facts with the same ``subject`` and ``key`` contradict each other."""
+
+    pattern: str
+    fact: str
+    key: str
+    subject: str = "user"
+
+
+class ScriptedChat:
+    """An OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1 that answers the fact layer's
+    tasks (``longterm.facts``) from ``FactRule``s, as a careful model would: it extracts one
+    fact per matching user event, answers reconcile requests with ADD, UPDATE or NOOP by
+    subject and key, and merges duplicates when asked to consolidate. ``naive=True`` models the
+    failure the fact layer guards against: similarity taken for contradiction (UPDATE or merge
+    on the same key whatever the subject); ``add_only=True`` a model that answers every
+    reconcile request with ADD (mem0's ADD-only camp: the old and the new stay current).
+
+    Faults: ``fail(*kinds)`` queues one per coming request: ``"429"`` (rate limited, with
+    ``Retry-After``), ``"500"``, ``"malformed"`` (a reply that is not JSON), ``"timeout"``
+    (answers after ``slow_seconds``), ``"drop"`` (closes the connection unanswered), ``"ok"``
+    (answers: to fail a later request, e.g. ``fail("ok", "429")``); ``down =
+    True`` answers every request with 503 until set back. ``requests`` lists the tasks
+    answered (``"extract"``, ``"reconcile"``, ``"consolidate"``); ``usage`` sums the
+    approximate tokens (four characters a token) of what it answered. ``gate`` (an unset
+    ``threading.Event``) holds every request until it is set: a test can prove that nothing
+    waits for the model.
+
+    Use as a context manager; ``base_url`` is what ``LONGTERM_FACTS_BASE_URL`` takes.
+    """
+
+    def __init__(
+        self, rules: list[FactRule], *, naive: bool = False, add_only: bool = False, slow_seconds: float = 2.0
+    ) -> None:
+        self.rules = list(rules)
+        self.naive = naive
+        self.add_only = add_only
+        self.slow_seconds = slow_seconds
+        self.down = False
+        self.gate: threading.Event | None = None
+        self.requests: list[str] = []
+        self.usage = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        self._faults: list[str] = []
+        self._lock = threading.Lock()
+        self._known: dict[str, tuple[str, str]] = {}  # fact text -> (subject, key)
+        self._server: ThreadingHTTPServer | None = None
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None, "start the scripted chat first"
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def fail(self, *kinds: str) -> None:
+        with self._lock:
+            self._faults.extend(kinds)
+
+    def start(self) -> ScriptedChat:
+        chat = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                return None
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                status, headers, payload = chat._answer(body)
+                if status == 0:  # drop: close without a reply
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                data = payload.encode()
+                self.send_response(status)
+                for k, v in {"Content-Type": "application/json", **headers}.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                try:
+                    self.wfile.write(data)
+                except OSError:  # the client gave up (a timeout): as a real server, carry on
+                    self.close_connection = True
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, name="scripted-chat", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> ScriptedChat:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # -- answering -------------------------------------------------------------------------
+
+    def _answer(self, body: bytes) -> tuple[int, dict[str, str], str]:
+        if self.gate is not None:
+            self.gate.wait(60)
+        with self._lock:
+            fault = self._faults.pop(0) if self._faults else ("down" if self.down else "")
+        if fault == "down":
+            return 503, {}, json.dumps({"error": {"message": "the model is down", "type": "server_error"}})
+        if fault == "500":
+            return 500, {}, json.dumps({"error": {"message": "internal error", "type": "server_error"}})
+        if fault == "429":
+            return 429, {"Retry-After": "1"}, json.dumps({"error": {"message": "rate limited", "type": "requests"}})
+        if fault == "drop":
+            return 0, {}, ""
+        if fault == "timeout":
+            time.sleep(self.slow_seconds)
+        request = json.loads(body)
+        prompt = request["messages"][-1]["content"]
+        task = json.loads(prompt)
+        answer = {"extract": self._extract, "reconcile": self._reconcile, "consolidate": self._consolidate}[
+            task["task"]
+        ](task)
+        content = "Here you are:\n" if fault == "malformed" else "```json\n"
+        content += json.dumps(answer, ensure_ascii=False)[: -3 if fault == "malformed" else None]
+        content += "" if fault == "malformed" else "\n```"
+        with self._lock:
+            self.requests.append(task["task"])
+            tokens_in = sum(len(m["content"]) for m in request["messages"]) // 4
+            self.usage["calls"] += 1
+            self.usage["prompt_tokens"] += tokens_in
+            self.usage["completion_tokens"] += len(content) // 4
+        reply = {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "model": request.get("model", "scripted"),
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": tokens_in, "completion_tokens": len(content) // 4},
+        }
+        return 200, {}, json.dumps(reply)
+
+    def _extract(self, task: dict[str, Any]) -> dict[str, Any]:
+        facts = []
+        for event in task["events"]:
+            if event.get("role") != "user":
+                continue
+            for rule in self.rules:
+                m = re.search(rule.pattern, event["text"], re.IGNORECASE)
+                if m:
+                    text = rule.fact.format(*(g or "" for g in (m.group(0), *m.groups())))
+                    with self._lock:
+                        self._known[text] = (rule.subject, rule.key)
+                    facts.append({"subject": rule.subject, "text": text, "evidence": [event["id"]]})
+        return {"facts": facts}
+
+    def _about(self, text: str) -> tuple[str, str]:
+        with self._lock:
+            return self._known.get(text, ("?", text))
+
+    def _reconcile(self, task: dict[str, Any]) -> dict[str, Any]:
+        subject, key = self._about(task["new"]["text"])
+        if self.add_only:
+            return {"decision": "ADD"}
+        for old in task["existing"]:
+            if old["text"] == task["new"]["text"]:
+                return {"decision": "NOOP", "target": old["ref"]}
+        for old in task["existing"]:
+            old_subject, old_key = self._about(old["text"])
+            if old_key == key and (self.naive or old_subject == subject):
+                return {"decision": "UPDATE", "target": old["ref"], "text": task["new"]["text"]}
+        return {"decision": "ADD"}
+
+    def _consolidate(self, task: dict[str, Any]) -> dict[str, Any]:
+        """Keep the latest fact per (subject, key) (naive: per key); the others merge into it."""
+
+        def about(fact: dict[str, Any]) -> tuple[str, str]:
+            subject, key = self._about(fact["text"])
+            return ("" if self.naive else subject, key)
+
+        latest = {about(f): f for f in task["facts"]}  # oldest first: the last one wins
+        merges = [
+            {"keep": latest[about(f)]["ref"], "drop": f["ref"]} for f in task["facts"] if latest[about(f)] is not f
+        ]
+        return {"merges": merges}

@@ -1,0 +1,133 @@
+"""``longterm facts``: the fact layer from the command line (profile, list, history,
+distill, consolidate, rebuild).
+
+The seam: ``facts``, a click group the ``longterm`` command adds (``cli.add_command(facts)``).
+It takes the root's ``--backend``/``--config``/``--index`` and the model from
+``--base-url``/``--model``/``--api-key`` or ``LONGTERM_FACTS_*``; every subcommand opens one
+``LongTermMemory`` with facts on and closes it. Errors leave as the root's one ``error:`` line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any, TypeVar
+
+import click
+
+from ..errors import ConfigurationError
+
+T = TypeVar("T")
+
+
+def _user(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--app`` and ``--user``: whose facts."""
+    fn = click.option("--user", "user_id", required=True)(fn)
+    return click.option("--app", "app_name", required=True)(fn)
+
+
+def _run(ctx: click.Context, job: Callable[[Any], Awaitable[T]]) -> T:
+    from ..memory import LongTermMemory
+
+    root, mine = ctx.find_root().obj or {}, ctx.find_object(dict) or {}
+    if not (mine.get("base_url") and mine.get("model")):
+        raise ConfigurationError(
+            "longterm facts needs the fact model: pass --base-url and --model (or set LONGTERM_FACTS_BASE_URL "
+            "and LONGTERM_FACTS_MODEL)."
+        )
+    kwargs: dict[str, Any] = {"backend_config": dict(root.get("config") or {}), "facts": mine}
+    if root.get("backend"):
+        kwargs["backend"] = root["backend"]
+    if root.get("index"):
+        kwargs["index"] = root["index"]
+
+    async def go() -> T:
+        memory = LongTermMemory(**kwargs)
+        try:
+            return await job(memory)
+        finally:
+            await memory.close()
+
+    return asyncio.run(go())
+
+
+def _echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+@click.group()
+@click.option("--base-url", envvar="LONGTERM_FACTS_BASE_URL", default=None, help="OpenAI-compatible API base URL.")
+@click.option("--model", envvar="LONGTERM_FACTS_MODEL", default=None, help="Chat model name.")
+@click.option("--api-key", envvar="LONGTERM_FACTS_API_KEY", default=None, help="API key (better: the variable).")
+@click.pass_context
+def facts(ctx: click.Context, base_url: str | None, model: str | None, api_key: str | None) -> None:
+    """Facts distilled from saved conversations: read, tidy, rebuild."""
+    ctx.obj = {"base_url": base_url, "model": model, "api_key": api_key}
+
+
+@facts.command()
+@_user
+@click.pass_context
+def profile(ctx: click.Context, app_name: str, user_id: str) -> None:
+    """Print the user's current profile (what an agent preloads)."""
+    text = _run(ctx, lambda m: m.get_user_profile(user_id, app_name=app_name))
+    click.echo(text or "(no facts)")
+
+
+@facts.command("list")
+@_user
+@click.option("--all", "everything", is_flag=True, help="Superseded facts too.")
+@click.option("--as-of", default=None, help="Facts true at this ISO 8601 time.")
+@click.pass_context
+def list_(ctx: click.Context, app_name: str, user_id: str, everything: bool, as_of: str | None) -> None:
+    """Print the user's facts as JSON, oldest first."""
+    try:
+        when = datetime.fromisoformat(as_of).timestamp() if as_of else None
+    except ValueError:
+        raise click.BadParameter(f"{as_of!r} is not an ISO 8601 time", param_hint="--as-of") from None
+    _echo_json(
+        _run(ctx, lambda m: m.list_facts(app_name=app_name, user_id=user_id, include_superseded=everything, as_of=when))
+    )
+
+
+@facts.command()
+@click.argument("fact_id")
+@_user
+@click.pass_context
+def history(ctx: click.Context, fact_id: str, app_name: str, user_id: str) -> None:
+    """Print a fact's trail as JSON: what it replaced, itself, what replaced it."""
+    _echo_json(_run(ctx, lambda m: m.fact_history(app_name=app_name, user_id=user_id, fact_id=fact_id)))
+
+
+@facts.command()
+@_user
+@click.pass_context
+def distill(ctx: click.Context, app_name: str, user_id: str) -> None:
+    """Distil the user's evidence that is not distilled yet (after a stop or an outage)."""
+    left = _run(ctx, lambda m: m.distill_facts(app_name=app_name, user_id=user_id))
+    click.echo("all evidence distilled" if not left else f"{left} records still wait (the model failed; retry)")
+
+
+@facts.command()
+@_user
+@click.pass_context
+def consolidate(ctx: click.Context, app_name: str, user_id: str) -> None:
+    """Merge duplicate facts and resolve contradictions (nothing is destroyed)."""
+    result = _run(ctx, lambda m: m.consolidate_facts(app_name=app_name, user_id=user_id))
+    click.echo(f"current facts: {result['before']} before, {result['after']} after")
+
+
+@facts.command()
+@_user
+@click.option("--with-model", default=None, help="Another model for this rebuild.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+def rebuild(ctx: click.Context, app_name: str, user_id: str, with_model: str | None, yes: bool) -> None:
+    """Replace the user's facts with facts distilled afresh from all their evidence."""
+    if not yes and not click.confirm(f"Replace every fact of user {user_id!r} in app {app_name!r}?", default=False):
+        raise click.Abort()
+    overrides = {"model": with_model} if with_model else {}
+    result = _run(ctx, lambda m: m.rebuild_facts(app_name=app_name, user_id=user_id, **overrides))
+    click.echo(f"{result['events']} events read; facts: {result['before']} before, {result['after']} after")

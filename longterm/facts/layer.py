@@ -1,0 +1,447 @@
+"""The fact layer: evidence in, facts out, in the background, exactly once.
+
+The seam: ``FactLayer(backend, ledger, config)``. The facade calls ``schedule(scope,
+records)`` after every save (it only queues: a reply never waits for a model), ``flush()``
+to wait for what is queued, and the read and maintenance calls (``profile``, ``facts``,
+``history``, ``consolidate``, ``rebuild``, ``erase``). Everything goes through the backend
+contract (``upsert``, ``search``, ``delete``, ``scan``) and the store's own ledger
+(``saved``/``mark_saved``): no engine knows facts exist.
+
+How a batch of evidence becomes facts:
+1. **extract**: one model call reads up to ``batch_events`` events and proposes facts,
+   each naming its subject and the events it came from;
+2. **reconcile**: for each proposal the store's own search finds the user's similar current
+   facts (seen through what this batch already changed); the same text is a NOOP without
+   asking; otherwise the model decides ADD, UPDATE, DELETE or NOOP (agentmaker's
+   SmartWriter). UPDATE and DELETE supersede (``valid_until``, ``superseded_by``), never
+   destroy. Guards: a decision naming no fact we showed, or any other answer, is an ADD; a
+   fact about another subject is never superseded (similarity is not contradiction); an
+   older statement never supersedes a newer fact (an UPDATE from it goes to history);
+3. **write, then mark**: the batch's new and changed facts are written in one upsert, and
+   only then are its events marked in the ledger under ``distilled_session(session_id)``. A
+   failure before that leaves them unmarked and the whole batch is tried again later; fact
+   ids are derived from text and first evidence, so a retry rewrites what it wrote.
+
+Retries: a failed batch is kept and tried again after ``retry_seconds``, at the next save of
+that user and on ``flush``. A process that stopped with work queued loses nothing: the first
+time a process works for a user, it scans that user's records for evidence the ledger has
+not seen distilled.
+
+The worker is one thread with its own event loop: model calls and reconciliation never run
+on a caller's loop, and one user's batches never reconcile at the same time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from ..errors import InvalidInputError
+from ..records import MemoryRecord, Scope
+from .llm import ChatModel, FactsConfig, ModelError
+from .model import Fact, distilled_session, is_fact, iso, normal
+
+log = logging.getLogger("longterm.facts")
+T = TypeVar("T")
+
+#: Hits a reconciliation search fetches to find the similar current facts among evidence.
+SIMILAR_FETCH = 30
+
+
+class FactLayer:
+    def __init__(self, backend: Any, ledger: Any, config: FactsConfig, model: ChatModel | None = None) -> None:
+        self.backend = backend
+        self.ledger = ledger
+        self.config = config
+        self.model = model or ChatModel(config)
+        self.last_error: str | None = None
+        """Why the last batch failed (None once a pass succeeded)."""
+        self._lock = threading.Lock()
+        self._queued: dict[Scope, dict[str, MemoryRecord]] = {}
+        self._seen: set[Scope] = set()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="longterm-facts", daemon=True)
+        self._thread.start()
+        self._busy: asyncio.Lock | None = None
+        self._pass: asyncio.Task[None] | None = None
+        self._retry: asyncio.TimerHandle | None = None
+        self._closed = False
+
+    # -- the queue --------------------------------------------------------------------------
+
+    def schedule(self, scope: Scope, records: list[MemoryRecord]) -> None:
+        """Queue saved evidence for distilling; returns at once, never raises."""
+        if self._closed:
+            return
+        with self._lock:
+            queued = self._queued.setdefault(scope, {})
+            queued.update((r.id, r) for r in records if not is_fact(r))
+        self._loop.call_soon_threadsafe(self._wake)
+
+    def pending(self) -> int:
+        """Evidence records waiting in this process's queue (a user whose records are still to
+        be read counts one); 0 when nothing waits."""
+        with self._lock:
+            return sum(len(q) or 1 for q in self._queued.values())
+
+    def _wake(self) -> None:
+        if self._pass is None or self._pass.done():
+            self._pass = self._loop.create_task(self._drain())
+
+    async def _drain(self) -> None:
+        """Work until every queued user was tried; a user whose batch failed stays queued (and
+        is not tried again in this pass); records queued meanwhile are taken in this pass."""
+        if self._busy is None:
+            self._busy = asyncio.Lock()
+        async with self._busy:
+            failed: set[Scope] = set()
+            while True:
+                with self._lock:
+                    scope = next((s for s in self._queued if s not in failed), None)
+                    queued = self._queued.pop(scope, {}) if scope is not None else {}
+                if scope is None:
+                    break
+                try:
+                    await self._catch_up(scope, queued)
+                    self.last_error = None
+                except Exception as exc:
+                    failed.add(scope)
+                    self.last_error = str(exc)
+                    log.warning("facts for a user of %r were not distilled (%s); retrying later", scope.app_name, exc)
+                    with self._lock:
+                        self._queued.setdefault(scope, {}).update(queued)
+            if failed and not self._closed:
+                if self._retry is not None:
+                    self._retry.cancel()
+                self._retry = self._loop.call_later(self.config.retry_seconds, self._wake)
+
+    async def catch_up(self, scope: Scope) -> int:
+        """Distil whatever evidence of the user the ledger has not seen distilled (after a
+        restart, with no new save to trigger it); return how many records still wait."""
+        with self._lock:
+            self._queued.setdefault(scope, {})
+            self._seen.discard(scope)
+        return await self.flush()
+
+    async def flush(self) -> int:
+        """Wait until what is queued was tried once more; return how many records still wait."""
+        await self._on_worker(self._flush())
+        return self.pending()
+
+    async def _flush(self) -> None:
+        if self._pass is not None and not self._pass.done():
+            await self._pass
+        with self._lock:
+            more = bool(self._queued)
+        if more:
+            self._pass = self._loop.create_task(self._drain())
+            await self._pass
+
+    async def _on_worker(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self._closed:
+            coro.close()
+            raise InvalidInputError("the fact layer is closed; open a new LongTermMemory.")
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self._loop))
+
+    # -- distilling -------------------------------------------------------------------------
+
+    async def _catch_up(self, scope: Scope, queued: dict[str, MemoryRecord]) -> None:
+        records = dict(queued)
+        if scope not in self._seen:  # first time for this user here: what did an earlier process leave?
+            async for rec in self.backend.scan(scope):
+                if not is_fact(rec):
+                    records.setdefault(rec.id, rec)
+        by_session: dict[str, list[MemoryRecord]] = {}
+        for rec in records.values():
+            by_session.setdefault(rec.session_id, []).append(rec)
+        todo = []
+        for sid, recs in by_session.items():
+            done = await self.ledger.saved(scope, distilled_session(sid))
+            todo += [r for r in recs if r.event_id not in done]
+        todo.sort(key=lambda r: (r.timestamp, r.id))
+        self._seen.add(scope)  # from here on, what is left to do is in the queue
+        for i in range(0, len(todo), self.config.batch_events):
+            try:
+                await self._distill(scope, todo[i : i + self.config.batch_events], self.model, self.config)
+            except BaseException:
+                with self._lock:
+                    self._queued.setdefault(scope, {}).update((r.id, r) for r in todo[i:])
+                raise
+
+    async def _ask(self, model: ChatModel, system: str, task: dict[str, Any]) -> dict[str, Any]:
+        return await asyncio.to_thread(model.ask, system, task)
+
+    async def _distill(self, scope: Scope, batch: list[MemoryRecord], model: ChatModel, cfg: FactsConfig) -> None:
+        """Extract facts from ``batch`` and reconcile each; write what changed in one upsert;
+        then mark the batch distilled."""
+        refs = {f"e{i}": r for i, r in enumerate(batch, 1)}
+        events = [{"id": k, "role": r.role, "time": r.iso_timestamp(), "text": r.text} for k, r in refs.items()]
+        answer = await self._ask(model, cfg.extract_prompt, {"task": "extract", "events": events})
+        proposals = answer.get("facts")
+        if not isinstance(proposals, list):
+            raise ModelError(f"the fact model's extraction has no 'facts' list: {str(answer)[:200]!r}")
+        changed: dict[str, Fact] = {}  # this batch's facts, new or changed: seen by its later proposals
+        for p in proposals:
+            if not isinstance(p, dict) or not isinstance(p.get("text"), str) or not p["text"].strip():
+                continue  # one unusable proposal does not cost the others
+            cited = p.get("evidence")
+            evidence = [refs[e] for e in cited if isinstance(e, str) and e in refs] if isinstance(cited, list) else []
+            subject = str(p.get("subject") or "user").strip() or "user"
+            await self._reconcile(scope, subject, p["text"].strip(), evidence or batch, changed, model, cfg)
+        if changed:
+            await self.backend.upsert([f.to_record() for f in changed.values()])
+        by_session: dict[str, list[str]] = {}
+        for r in batch:
+            by_session.setdefault(r.session_id, []).append(r.event_id)
+        for sid, eids in by_session.items():  # only now: the facts landed
+            await self.ledger.mark_saved(scope, distilled_session(sid), eids)
+
+    async def _similar(self, scope: Scope, text: str, k: int, changed: dict[str, Fact]) -> list[Fact]:
+        """The current facts most like ``text``: the store's search, seen through this batch's changes."""
+        found: dict[str, Fact] = {}
+        for hit in await self.backend.search(scope, text, SIMILAR_FETCH):
+            fact = Fact.of(hit.record)
+            if fact is not None:
+                found[fact.id] = changed.get(fact.id, fact)
+        fresh = [f for f in changed.values() if f.id not in found]  # too new for the store's search
+        return [f for f in (*fresh, *found.values()) if f.current][:k]
+
+    async def _reconcile(
+        self,
+        scope: Scope,
+        subject: str,
+        text: str,
+        evidence: list[MemoryRecord],
+        changed: dict[str, Fact],
+        model: ChatModel,
+        cfg: FactsConfig,
+    ) -> None:
+        """Decide what ``text`` does to the user's facts; record every fact it changes in ``changed``."""
+        at = max(r.timestamp for r in evidence)
+        similar = await self._similar(scope, text, cfg.similar, changed)
+        same = next((f for f in similar if normal(f.text) == normal(text) and same_subject(f.subject, subject)), None)
+        if same is not None:  # said again: link the evidence, ask nobody
+            if same.link(evidence, "confirmed", at):
+                changed[same.id] = same
+            return
+        if not similar:
+            new = Fact.new(scope, subject, text, evidence)
+            changed[new.id] = new
+            return
+        refs = {f"f{i}": f for i, f in enumerate(similar, 1)}
+        task = {"task": "reconcile", "new": {"subject": subject, "text": text}, "existing": listing(refs)}
+        answer = await self._ask(model, cfg.reconcile_prompt, task)
+        decision = str(answer.get("decision") or "").upper()
+        target = refs.get(str(answer.get("target")))
+        if decision in ("UPDATE", "DELETE") and (target is None or not same_subject(target.subject, subject)):
+            log.info("fact model chose %s on %s for a fact about %r: kept both (ADD)", decision, target, subject)
+            decision = "ADD"
+        if decision == "NOOP":
+            if target is not None and target.link(evidence, "confirmed", at):
+                changed[target.id] = target
+            return
+        if decision == "DELETE" and target is not None:
+            if at >= target.valid_from:  # an older statement never retracts a newer fact
+                target.supersede(at, None, evidence, "retracted")
+                changed[target.id] = target
+            return
+        said = answer.get("text") if decision == "UPDATE" else None
+        new = Fact.new(scope, subject, said.strip() if isinstance(said, str) and said.strip() else text, evidence)
+        if decision == "UPDATE" and target is not None and at >= target.valid_from:
+            new.history[-1].update(op="updated", replaces=target.id)
+            target.supersede(at, new.id, evidence, "superseded")
+            changed[target.id] = target
+        elif decision == "UPDATE" and target is not None:  # older than what it would replace: history only
+            new.supersede(target.valid_from, target.id, [], "superseded")
+        changed[new.id] = new  # ADD, or anything the model should not have said: keep the fact (fail safe)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    async def facts(self, scope: Scope, *, current: bool = True, as_of: float | None = None) -> list[Fact]:
+        """The user's facts, oldest first: the current ones, those valid at ``as_of``, or
+        (``current=False``) all of them, superseded included."""
+        out = []
+        async for rec in self.backend.scan(scope):
+            fact = Fact.of(rec)
+            if fact is None:
+                continue
+            if as_of is not None:
+                if fact.valid_from <= as_of and (fact.valid_until is None or as_of < fact.valid_until):
+                    out.append(fact)
+            elif fact.current or not current:
+                out.append(fact)
+        return sorted(out, key=lambda f: (f.valid_from, f.id))
+
+    async def profile(self, scope: Scope) -> str:
+        """The current facts as a compact list: the user's own first, then others'."""
+        facts = sorted(await self.facts(scope), key=lambda f: (not same_subject(f.subject, "user"), f.valid_from))
+        lines, size = [], 0
+        for f in facts:
+            line = f"- {f.text}"
+            if size + len(line) + 1 > self.config.profile_chars:
+                break
+            lines.append(line)
+            size += len(line) + 1
+        return "\n".join(lines)
+
+    async def history(self, scope: Scope, fact_id: str) -> list[dict[str, Any]]:
+        """The trail of ``fact_id``: the facts it replaced, itself, and what replaced it, oldest first."""
+        every = {f.id: f for f in await self.facts(scope, current=False)}
+        if fact_id not in every:
+            return []
+        trail, todo = {fact_id}, [fact_id]
+        while todo:
+            f = every[todo.pop()]
+            linked = [g.id for g in every.values() if g.superseded_by == f.id]
+            if f.superseded_by in every:
+                linked.append(f.superseded_by)
+            for i in linked:
+                if i not in trail:
+                    trail.add(i)
+                    todo.append(i)
+        return [every[i].as_dict() for i in sorted(trail, key=lambda i: (every[i].valid_from, i))]
+
+    # -- maintenance ------------------------------------------------------------------------
+
+    async def erase(self, scope: Scope, *, session_id: str | None = None, memory_id: str | None = None) -> int:
+        """Delete the facts that evidence of ``session_id`` (or the record ``memory_id``; neither:
+        of the whole user) produced, and forget that evidence's place in the queue; a fact they
+        had superseded is current again. How many facts went (the user's own delete removes
+        them all when neither is given, so then 0)."""
+        return await self._on_worker(self._erase(scope, session_id, memory_id))
+
+    async def _erase(self, scope: Scope, session_id: str | None, memory_id: str | None) -> int:
+        if self._busy is None:
+            self._busy = asyncio.Lock()
+        async with self._busy:
+            with self._lock:
+                queued = self._queued.get(scope, {})
+                for rid, rec in list(queued.items()):
+                    if (session_id, memory_id) == (None, None) or rec.session_id == session_id or rid == memory_id:
+                        del queued[rid]
+            if (session_id, memory_id) == (None, None):
+                return 0
+            every = await self.facts(scope, current=False)
+            gone = {f.id for f in every if session_id in f.sessions or memory_id in f.evidence}
+            if not gone:
+                return 0
+            reopened = []
+            for f in every:
+                if f.id not in gone and f.superseded_by in gone:
+                    f.valid_until = f.superseded_by = None
+                    f.history.append({"op": "reopened", "at": iso_now(), "because": "what replaced it was erased"})
+                    reopened.append(f.to_record())
+            await self.backend.delete(scope, sorted(gone))
+            if reopened:
+                await self.backend.upsert(reopened)
+            return len(gone)
+
+    async def rebuild(self, scope: Scope, **overrides: Any) -> dict[str, int]:
+        """Replace the user's facts with facts distilled afresh from all evidence, oldest first;
+        ``overrides`` change the config for this run (another ``model``, ``base_url``, prompt)."""
+        return await self._on_worker(self._rebuild(scope, overrides))
+
+    async def _rebuild(self, scope: Scope, overrides: dict[str, Any]) -> dict[str, int]:
+        if self._busy is None:
+            self._busy = asyncio.Lock()
+        cfg = self.config.model_copy(update=overrides) if overrides else self.config
+        model = ChatModel(cfg) if overrides else self.model
+        async with self._busy:
+            try:
+                old: list[MemoryRecord] = []
+                evidence: list[MemoryRecord] = []
+                async for rec in self.backend.scan(scope):
+                    (old if is_fact(rec) else evidence).append(rec)
+                if old:
+                    await self.backend.delete(scope, [r.id for r in old])
+                evidence.sort(key=lambda r: (r.timestamp, r.id))
+                for i in range(0, len(evidence), cfg.batch_events):
+                    await self._distill(scope, evidence[i : i + cfg.batch_events], model, cfg)
+                self._seen.add(scope)
+            finally:
+                if model is not self.model:
+                    model.close()
+        return {"before": len(old), "after": len(await self.facts(scope, current=False)), "events": len(evidence)}
+
+    async def consolidate(self, scope: Scope) -> dict[str, int]:
+        """Merge duplicates and resolve contradictions among the user's current facts: the model
+        names pairs (keep, drop); the dropped fact is superseded by the kept one, which takes its
+        evidence. Same-text duplicates merge without asking. Returns current facts before and after."""
+        return await self._on_worker(self._consolidate(scope))
+
+    async def _consolidate(self, scope: Scope) -> dict[str, int]:
+        if self._busy is None:
+            self._busy = asyncio.Lock()
+        async with self._busy:
+            facts = await self.facts(scope)
+            before, now = len(facts), time.time()
+            merges: list[tuple[Fact, Fact]] = []
+            firsts: dict[tuple[str, str], Fact] = {}
+            for f in facts:
+                key = (normal(f.subject), normal(f.text))
+                if key in firsts:
+                    merges.append((firsts[key], f))
+                else:
+                    firsts[key] = f
+            dropped = {d.id for _, d in merges}
+            rest = [f for f in facts if f.id not in dropped]
+            if len(rest) > 1:
+                refs = {f"f{i}": f for i, f in enumerate(rest, 1)}
+                task = {"task": "consolidate", "facts": listing(refs)}
+                answer = await self._ask(self.model, self.config.consolidate_prompt, task)
+                for m in answer.get("merges") or []:
+                    keep = refs.get(str(m.get("keep"))) if isinstance(m, dict) else None
+                    drop = refs.get(str(m.get("drop"))) if isinstance(m, dict) else None
+                    if keep is None or drop is None or keep is drop or drop.id in dropped:
+                        continue  # a ref we never gave, or said twice
+                    if same_subject(keep.subject, drop.subject):  # never merge two people's facts
+                        merges.append((keep, drop))
+                        dropped.add(drop.id)
+            changed: dict[str, Fact] = {}
+            for keep, drop in merges:
+                keep = changed.get(keep.id, keep)
+                keep.evidence += [e for e in drop.evidence if e not in keep.evidence]
+                keep.sessions += [s for s in drop.sessions if s not in keep.sessions]
+                keep.history.append({"op": "merged", "at": iso_now(), "from": drop.id})
+                drop.supersede(now, keep.id, [], "merged")
+                changed[keep.id], changed[drop.id] = keep, drop
+            if changed:
+                await self.backend.upsert([f.to_record() for f in changed.values()])
+        return {"before": before, "after": before - len(dropped)}
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+
+        async def stop() -> None:
+            if self._retry is not None:
+                self._retry.cancel()
+            if self._pass is not None and not self._pass.done():
+                self._pass.cancel()  # what it did not mark stays in the ledger's debt: the next process does it
+
+        try:
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(stop(), self._loop))
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=5)
+            if not self._thread.is_alive():
+                self._loop.close()
+            self.model.close()
+
+
+def listing(refs: dict[str, Fact]) -> list[dict[str, Any]]:
+    """Facts as the model sees them: a short ref (never our ids), subject, text, since when."""
+    return [{"ref": k, "subject": f.subject, "text": f.text, "since": iso(f.valid_from)} for k, f in refs.items()]
+
+
+def same_subject(a: str, b: str) -> bool:
+    return normal(a) == normal(b)
+
+
+def iso_now() -> str:
+    return iso(time.time()) or ""

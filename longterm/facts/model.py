@@ -1,0 +1,165 @@
+"""Facts as records: how a fact lives in the store, beside the evidence it came from.
+
+The seam: ``Fact`` turns into a ``MemoryRecord`` (``to_record``) and back (``Fact.of``), and
+``split_hits`` sorts a search's hits into current facts and evidence. Nothing here talks to
+an engine or a model.
+
+Why so: facts are records of another kind in the same store and scope, so every engine
+holds them with no change. A fact record is marked in ``metadata["longterm"]`` (``kind:
+"fact"``, validity, ``superseded_by``, evidence record ids, the sessions they came from, an
+audit history). A superseded fact is rewritten with empty ``text``: full text indexes
+nothing, so ordinary search does not find it, while its content and metadata keep it
+readable for history (search also drops it by its metadata, for engines that match empty
+text by vector).
+
+Session ids no user can send: fact records live under ``FACTS_SESSION`` and the ledger of
+distilled evidence under ``distilled_session(session_id)``. Both start with a NUL character,
+which ``records.check_id`` refuses in every id a caller passes, so no user session can share
+a fact's records or its ledger, whatever it is called.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from ..records import Hit, MemoryRecord, Scope, record_id
+
+#: Session id of fact records (NUL: no caller's session id can be it; see the module docstring).
+FACTS_SESSION = "\x00facts"
+#: ``metadata`` key that marks a fact record.
+META = "longterm"
+KIND = "fact"
+AUTHOR = "longterm-facts"
+#: What ``search_memory`` returns: current facts first, then evidence ("all"), or one of them.
+SearchKind = Literal["all", "facts", "evidence"]
+KINDS = ("all", "facts", "evidence")
+
+
+def distilled_session(session_id: str) -> str:
+    """The ledger session that lists which events of ``session_id`` were distilled into facts."""
+    return f"{FACTS_SESSION}\x00{session_id}"
+
+
+def normal(text: str) -> str:
+    """A fact's text for comparison: case and spacing do not make another fact."""
+    return " ".join(text.casefold().split()).rstrip(".")
+
+
+def iso(ts: float | None) -> str | None:
+    return None if ts is None else datetime.fromtimestamp(ts, tz=timezone.utc).isoformat()
+
+
+@dataclass
+class Fact:
+    """One fact about a user (or someone the user spoke of: ``subject``)."""
+
+    id: str
+    app_name: str
+    user_id: str
+    text: str
+    subject: str
+    valid_from: float
+    """When its newest evidence was said (not when the model ran: a rebuild gives the same facts)."""
+    valid_until: float | None = None
+    superseded_by: str | None = None
+    evidence: list[str] = field(default_factory=list)
+    """Record ids of the events it came from."""
+    sessions: list[str] = field(default_factory=list)
+    """Session ids of that evidence (erasing one erases the fact)."""
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def current(self) -> bool:
+        return self.valid_until is None
+
+    @staticmethod
+    def new(scope: Scope, subject: str, text: str, evidence: list[MemoryRecord]) -> Fact:
+        """A fact first said in ``evidence``; its id depends only on its text and first evidence."""
+        first = min(evidence, key=lambda r: (r.timestamp, r.id))
+        key = hashlib.sha256(f"{normal(text)}\x00{first.id}".encode()).hexdigest()[:32]
+        at = max(r.timestamp for r in evidence)
+        fact = Fact(
+            id=record_id(scope.app_name, scope.user_id, FACTS_SESSION, key),
+            app_name=scope.app_name,
+            user_id=scope.user_id,
+            text=text,
+            subject=subject,
+            valid_from=at,
+        )
+        fact.link(evidence, "added", at)
+        return fact
+
+    def link(self, evidence: list[MemoryRecord], op: str, at: float, **more: Any) -> bool:
+        """Record ``op`` with ``evidence`` in the history; False when it adds nothing new."""
+        ids = [r.id for r in evidence if r.id not in self.evidence]
+        if not ids and op == "confirmed":
+            return False
+        self.evidence += ids
+        self.sessions += sorted({r.session_id for r in evidence} - set(self.sessions))
+        self.history.append({"op": op, "at": iso(at), "evidence": [r.id for r in evidence], **more})
+        return True
+
+    def supersede(self, at: float, by: str | None, evidence: list[MemoryRecord], op: str) -> None:
+        self.valid_until = max(at, self.valid_from)
+        self.superseded_by = by
+        self.history.append({"op": op, "at": iso(at), "by": by, "evidence": [r.id for r in evidence]})
+
+    def to_record(self) -> MemoryRecord:
+        meta = {k: v for k, v in asdict(self).items() if k not in ("id", "app_name", "user_id")}
+        return MemoryRecord(
+            id=self.id,
+            app_name=self.app_name,
+            user_id=self.user_id,
+            session_id=FACTS_SESSION,
+            event_id=self.id,
+            author=AUTHOR,
+            role="user",
+            event_types=[KIND],
+            text=self.text if self.current else "",
+            content={"role": "user", "parts": [{"text": self.text}]},
+            timestamp=self.valid_from,
+            metadata={META: {"kind": KIND, **meta}},
+        )
+
+    @staticmethod
+    def of(record: MemoryRecord) -> Fact | None:
+        """The fact a record holds; None for evidence."""
+        meta = record.metadata.get(META)
+        if not isinstance(meta, dict) or meta.get("kind") != KIND:
+            return None
+        fields = {k: meta[k] for k in _STORED if k in meta}
+        return Fact(id=record.id, app_name=record.app_name, user_id=record.user_id, **fields)
+
+    def as_dict(self) -> dict[str, Any]:
+        """For people and JSON: times as ISO 8601."""
+        d = asdict(self)
+        d.update(valid_from=iso(self.valid_from), valid_until=iso(self.valid_until))
+        return d
+
+
+_STORED = ("text", "subject", "valid_from", "valid_until", "superseded_by", "evidence", "sessions", "history")
+
+
+def is_fact(record: MemoryRecord) -> bool:
+    meta = record.metadata.get(META)
+    return record.session_id == FACTS_SESSION or (isinstance(meta, dict) and meta.get("kind") == KIND)
+
+
+def split_hits(hits: list[Hit], kind: SearchKind) -> list[Hit]:
+    """Current facts first (``"all"``), or only facts, or only evidence; superseded facts never."""
+    facts, evidence = [], []
+    for h in hits:
+        if not is_fact(h.record):
+            evidence.append(h)
+            continue
+        fact = Fact.of(h.record)
+        if fact is not None and fact.current:
+            facts.append(h)
+    if kind == "facts":
+        return facts
+    if kind == "evidence":
+        return evidence
+    return facts + evidence

@@ -1,0 +1,102 @@
+"""``longterm mcp``: the memory tools served over stdio or streamable HTTP.
+
+The seam: ``serve_stdio(memory, app_name=, user_id=)`` serves one user's tools on this
+process's stdin/stdout (an assistant starts it as a subprocess); ``serve_http(memory,
+app_name=, tokens=, host=, port=)`` serves every user a token file names, on
+``http://host:port/mcp``, 127.0.0.1 unless told otherwise.
+
+Why one MCP server per user over HTTP: the gate in front checks the caller's bearer token
+on every request (401 when it is missing or unknown) and hands the request to the server
+built for that token's user. Each user's server has its own tools, bound in code to that
+user, and its own sessions, so neither a tool argument nor another user's session id can
+reach a memory that is not the caller's. All of them share one ``LongTermMemory`` (one
+store connection); nothing on the HTTP side is bound to a user but the server it reaches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from ..memory import LongTermMemory
+from .auth import Tokens
+from .tools import build_server
+
+#: Path of the MCP endpoint over HTTP.
+ENDPOINT = "/mcp"
+#: Addresses that only this machine reaches.
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+#: Largest HTTP request body (bytes): far above any tool's limits, so that a 10 MB query
+#: reaches the tool and is refused with a tool error that says why, not a bare HTTP 413.
+MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
+async def serve_stdio(memory: LongTermMemory, *, app_name: str, user_id: str) -> None:
+    """Serve ``user_id``'s memory tools on stdin/stdout until the client closes them."""
+    try:
+        await build_server(memory, app_name=app_name, user_id=user_id).run_stdio_async()
+    finally:
+        await memory.close()
+
+
+class _Gate:
+    """The ASGI endpoint: the caller's token chooses the user's server, or the answer is 401."""
+
+    def __init__(self, tokens: Tokens, servers: dict[str, MCPServer]) -> None:
+        self.tokens, self.servers = tokens, servers
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        user = self.tokens.user(headers.get("authorization"))
+        if user is None:
+            refusal = JSONResponse(
+                {"error": "invalid_token", "error_description": "send Authorization: Bearer <your token>"},
+                status_code=401,
+                headers={"WWW-Authenticate": 'Bearer realm="longterm", error="invalid_token"'},
+            )
+            await refusal(scope, receive, send)
+            return
+        await self.servers[user].session_manager.handle_request(scope, receive, send)
+
+
+def http_app(memory: LongTermMemory, *, app_name: str, tokens: Tokens, host: str = "127.0.0.1") -> Starlette:
+    """The ASGI app of ``serve_http``: one MCP server per user the token file names."""
+    servers = {u: build_server(memory, app_name=app_name, user_id=u) for u in tokens.users}
+    for server in servers.values():
+        server.streamable_http_app(host=host, max_request_body_size=MAX_BODY_BYTES)  # makes its session manager
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Any) -> AsyncIterator[None]:
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                for server in servers.values():
+                    await stack.enter_async_context(server.session_manager.run())
+                yield
+        finally:
+            await memory.close()
+
+    return Starlette(routes=[Route(ENDPOINT, endpoint=_Gate(tokens, servers))], lifespan=lifespan)
+
+
+async def serve_http(
+    memory: LongTermMemory, *, app_name: str, tokens: Tokens, host: str = "127.0.0.1", port: int = 8765
+) -> None:
+    """Serve the memory tools on ``http://host:port/mcp`` until interrupted."""
+    import uvicorn
+
+    app = http_app(memory, app_name=app_name, tokens=tokens, host=host)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+    print(f"longterm mcp: serving {len(tokens.users)} users on http://{host}:{port}{ENDPOINT}", file=sys.stderr)
+    if host not in LOOPBACK:
+        print(
+            "longterm mcp: not a loopback address; put TLS in front (tokens travel in every request)", file=sys.stderr
+        )
+    await server.serve()
