@@ -5,7 +5,7 @@ Each engine subclasses ``longterm.core.engine.Engine``; the registry
 when that engine is chosen.
 """
 
+from ..core.backend import Backend
 from ..core.registry import backend_class, create, names, register, unregister
-from .base import Backend
 
 __all__ = ["Backend", "backend_class", "create", "names", "register", "unregister"]

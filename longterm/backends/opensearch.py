@@ -5,29 +5,20 @@ sync ``opensearch-py`` client (thread-safe; one connection pool for the core's `
 threads). Each try of a request has a third of the core's ``timeout``, and a request that
 fails on one of ``hosts`` goes to another: a lost node costs a retry, not the caller's save.
 
-Why it is shaped so:
+Why it is shaped so (mappings and the ledger's layout: docs/backends.md):
 - Users share the index: ``app_name``/``user_id`` are ``keyword`` fields in the ``filter`` of
-  every query, so any id works and none is ever query syntax. Index names are lower-cased
-  with unsafe characters replaced; a changed or too long name is cut, then ends in a digest
-  of the whole, so two names never share an index.
-- ``terms`` is the CJK-segmented text under an analysis-common analyzer (non-letter split,
-  lowercase, ASCII folding, Porter); queries are a ``match`` over ``query_terms``. Vectors are
-  a Lucene-engine ``knn_vector`` (no native library) searched with the scope as its filter.
-- The ledger is the index ``<name>.ledger`` (data index names hold no dot): a document per
-  handled event, id ``scope_key(app, user, session, event)``, read with ``search_after`` so a
-  session may be any length. The embedder identity is the data index's mapping ``_meta``,
-  written with the mapping it describes.
-- Bulk requests carry at most 5 MB and 1,000 documents, ``refresh=wait_for`` (a save that
-  returned is searchable); a failed item fails the save, named. Reads refuse partial results.
-- An erase checks ``delete_by_query``'s failures and version conflicts and goes again until
-  nothing it erases is left, or says it could not finish.
+  every query, so any id works and none is ever query syntax.
+- ``terms`` is our CJK-segmented text under a Porter analyzer; queries ``match`` ``query_terms``.
+- The ledger is the index ``<name>.ledger`` (a data index name holds no dot), read with
+  ``search_after``; the embedder identity is the data index's mapping ``_meta``.
+- Bulk requests are bounded (5 MB, 1,000 documents) with ``refresh=wait_for``: a save that
+  returned is searchable; a failed item fails the save, named. Reads refuse partial results;
+  an erase goes again until nothing it erases is left, or says it could not finish.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -37,7 +28,7 @@ from pydantic import ConfigDict
 from ..config import env, parse_backend_config, redact_url
 from ..core.engine import Engine, Query
 from ..core.errors import Rule
-from ..core.scope import scope_key
+from ..core.scope import safe_name, scope_key
 from ..errors import BackendUnavailableError, ConfigurationError, InvalidInputError, require
 from ..records import MemoryRecord, Scope
 from ..retrieval.hybrid import HybridSettings
@@ -98,13 +89,8 @@ class Incomplete(Exception):
 
 
 def index_name(prefix: str, index: str) -> str:
-    """``prefix + index`` made a valid index name; a changed or cut name ends in a digest of the whole."""
-    name = f"{prefix}{index}"
-    safe = re.sub(r"[^a-z0-9_-]", "_", name.lower()).lstrip("_-+") or "longterm"
-    if safe == name and len(safe) <= MAX_NAME:
-        return safe
-    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"{safe[: MAX_NAME - len(digest) - 1]}-{digest}"
+    """``prefix + index`` made a valid index name (lower case, at most ``MAX_NAME`` characters)."""
+    return safe_name(f"{prefix}{index}", "a-z0-9_-", limit=MAX_NAME, lower=True)
 
 
 def resolve_hosts(cfg: OpenSearchConfig) -> list[str]:

@@ -13,9 +13,7 @@ joins it. The scope is always a structured payload filter, never string matching
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar, Literal
@@ -25,6 +23,7 @@ from pydantic import ConfigDict
 
 from ...core.engine import Engine, Query
 from ...core.errors import Rule
+from ...core.scope import safe_name
 from ...errors import BackendError, BackendUnavailableError, ConfigurationError
 from ...records import Hit, MemoryRecord, Scope
 from ...retrieval.hybrid import HybridSettings
@@ -75,9 +74,7 @@ class QdrantConfig(HybridSettings):
 
 def collection_name(prefix: str, index: str) -> str:
     """``prefix + index`` in ``[A-Za-z0-9_-]``; distinct indexes stay distinct."""
-    name = f"{prefix}{index}"
-    safe = re.sub(r"[^A-Za-z0-9_-]", "_", name)
-    return safe if safe == name else f"{safe}_{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+    return safe_name(f"{prefix}{index}", "A-Za-z0-9_-", sep="_")
 
 
 def point_id(record_id: str) -> str:
