@@ -5,15 +5,25 @@ tokenizer indexes it well (CJK runs become space-separated bigrams and unigrams;
 text is left to the engine's stemmer); ``query_terms(text)`` turns a question into the
 terms to look up. For engines without a stemmer, ``index_terms``/``query_terms(stem=True)``
 do the stemming here, so the same text gives the same terms on every engine.
+``TEXT_VERSION`` names what ``segment`` produces: rows indexed under another version do
+not match this version's query terms until they are indexed again.
 
 Why do it ourselves instead of the engines' analyzers:
 - Chinese and Japanese have no spaces. Overlapping character bigrams (plus unigrams on
   the index side) make any two-character word findable inside a longer sentence, with
   no dictionary. Korean gets the same treatment, which copes with its particles.
+- Questions look up each Chinese character too (but the most common ones): a bigram
+  that straddles two words of the question (猫叫 in 我的猫叫什么) matches nothing, its
+  characters still do. Kana and Hangul are not looked up alone (particles).
+- Chinese is folded before anything else: width (NFKC: ５月 is 5月), traditional to
+  simplified (``zh_fold``: 過敏 finds 过敏) and dates to one form (``zh_dates``: 五月三号
+  finds 5月3日), on both sides.
 - English is stemmed (Snowball here, or the engine's Porter stemmer), so "hiking" finds
   "hiked"; accents are folded.
-- Questions are mostly function words ("what did I say about ..."). The query side drops
-  stopwords and memory meta-verbs unless nothing else is left, so they cannot dominate.
+- Questions are mostly function words ("what did I say about ...", 我上次说的是什么).
+  The query side drops stopwords and memory meta-verbs unless nothing else is left, so
+  they cannot dominate; a Chinese question is cut at its function words before bigrams
+  are made, so 我的 or 什么 are never looked up.
 - Every term is made of letters and digits only, so it can never carry query syntax
   into an engine, whatever the user typed.
 """
@@ -25,6 +35,13 @@ import unicodedata
 from functools import lru_cache
 
 import snowballstemmer
+
+from .zh_dates import canonical_dates
+from .zh_fold import fold
+
+#: What ``segment``/``index_terms`` produce; bumped whenever the index side changes, so a
+#: store can tell that rows written before need indexing again.
+TEXT_VERSION = "2"
 
 _CJK = (
     "\u1100-\u11ff"  # Hangul jamo
@@ -40,7 +57,8 @@ _CJK = (
     "\uff66-\uff9f"  # half-width Katakana
     "\U00020000-\U0003134f"  # CJK extensions B..G
 )
-_TOKEN = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+)")
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
+_TOKEN = re.compile(rf"(?P<date>[0-9]{{1,2}}[月日])|(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+)")
 
 STOPWORDS = frozenset(
     [
@@ -196,6 +214,28 @@ STOPWORDS = frozenset(
 
 #: Verbs that ask *about* memory rather than name its content ("what did I say about X").
 MEMORY_VERBS = frozenset(["say", "said", "says", "tell", "told", "mention", "mentioned", "remember", "recall"])
+
+#: Chinese function words, question words and memory meta-verbs (simplified: text is folded
+#: first). A question's CJK run is cut at them; single characters only where they are
+#: almost never part of a content word (not 是, 在, 都, 和: 还是, 现在, 成都, 和弦).
+_ZH_STOPWORDS = """
+    我 你 他 她 它 的 了 吗 呢 吧 啊 呀 嘛 么 我们 你们 他们 她们 自己 这个 那个 这样 那样
+    什么 为什么 怎么 怎么样 怎样 哪 哪里 哪儿 哪个 哪些 哪天 哪家 哪款 哪种 哪部 哪首 哪位
+    几 几号 几点 几岁 几月 多少 多久 是不是 有没有 可以 应该 还是 但是 因为 所以 如果 就是
+    现在 已经 比较 一下 一些 来着 之前 以前 上次 时候 那时候
+    说过 你说 我说 说的 提到 提过 记得 告诉 推荐 建议
+"""
+ZH_STOPWORDS = frozenset(_ZH_STOPWORDS.split())
+_ZH_STOP = re.compile("|".join(sorted(ZH_STOPWORDS, key=len, reverse=True)))
+
+#: About the hundred most frequent characters of written Chinese. A question looks them up
+#: inside its bigrams only, never alone: alone, each reads a posting list nearly as long as
+#: the store (query p50 1.8x at 100k Chinese memories) for almost no BM25 weight.
+_ZH_COMMON = frozenset(
+    "的一是不了在人有我他这个们中来上大为和国地到以说时要就出会可也你对生能而子那得于着下自之年过发后"
+    "作里用道行所然家种事成方多经么去法学如都同现当没动面起看定天分还进好小部其些主样理心她本前开但因只从想实"
+)
+
 #: Distinct terms a query looks up at most; the first ones are kept. A pasted page must not
 #: become a query no engine accepts (OpenSearch refuses more than 1,024 clauses) or one that
 #: scans every posting list of the store.
@@ -215,8 +255,10 @@ def _normalize_word(word: str, stem: bool = True) -> str:
 
 def _runs(text: str):
     text = unicodedata.normalize("NFKC", text).casefold()
+    if not text.isascii():
+        text = canonical_dates(fold(text))
     for m in _TOKEN.finditer(text):
-        yield m.lastgroup, m.group()
+        yield ("word" if m.lastgroup == "date" else m.lastgroup), m.group()
 
 
 def _bigrams(run: str) -> list[str]:
@@ -270,7 +312,13 @@ def query_terms(text: str, *, stem: bool = True) -> list[str]:
         if kind == "word":
             term = _normalize_word(run, stem)
             (fallback if run in STOPWORDS or run in MEMORY_VERBS else content).append(term)
-        else:
-            content.extend(_bigrams(run))
+            continue
+        parts = [p for p in _ZH_STOP.split(run) if p]
+        if not parts:
+            fallback.extend(_bigrams(run))
+        for part in parts:
+            content.extend(_bigrams(part))
+            if len(part) > 1:
+                content.extend(c for c in _HAN.findall(part) if c not in _ZH_COMMON)
     terms = content or fallback
     return list(dict.fromkeys(terms))[:MAX_QUERY_TERMS]
