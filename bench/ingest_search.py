@@ -1,13 +1,14 @@
-"""Cost of the local backend: saves/s and search latency, next to raw SQLite FTS5.
+"""Cost of the local backend: saves/s, search latency and bytes per record, next to raw SQLite FTS5.
 
-    python bench/ingest_search.py [--sizes 10000 100000] [--queries 300]
+    python bench/ingest_search.py [--sizes 10000 100000] [--queries 300] [--runs 3]
 
-Both sides run in this process on the same data: "ours" goes through the public API
-(add_session_to_memory: session reading, ledger, policy, records, upsert; search_memory:
-scope check, query processing, FTS5, MemoryEntry building); "raw" is the least a
-program could do with sqlite3 alone (one table with an FTS5 index, executemany in a
-transaction per session; MATCH joined on the user, ORDER BY rank). Prints a table;
-asserts nothing.
+Both sides run in this process on the same data, interleaved session by session and query
+by query, so a busy machine slows both alike and the ratio holds. "ours" goes through the
+public API (add_session_to_memory: session reading, ledger, policy, records, the store;
+search_memory: scope check, query processing, FTS5, MemoryEntry building); "raw" is the
+least a program could do with sqlite3 alone (one table with an FTS5 index, executemany in
+a transaction per session; MATCH joined on the user, ORDER BY rank). Long queries: a
+100 KB paste and 1,000 distinct words. Prints a table per run; asserts nothing.
 """
 
 from __future__ import annotations
@@ -22,103 +23,181 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import pct
-from _data import queries, sessions
+from _common import USERS, pct
+from _data import queries, sessions, texts
 from rich.console import Console
 from rich.table import Table
 
 from longterm import LongTermMemory
+from longterm.backends.local import LocalBackend
+from longterm.policies import resolve_policy
+from longterm.records import Scope
+from longterm.retrieval.text import query_terms
+from longterm.saves import plan_save
+from longterm.sessions import read_session
 
-USERS = 100
+RAW_SCHEMA = """
+PRAGMA journal_mode=WAL;
+PRAGMA synchronous=NORMAL;
+CREATE TABLE m (rowid INTEGER PRIMARY KEY, user_id TEXT, text TEXT);
+CREATE INDEX m_user ON m(user_id);
+CREATE VIRTUAL TABLE f USING fts5(text, content='m', content_rowid='rowid');
+CREATE TRIGGER m_ai AFTER INSERT ON m BEGIN INSERT INTO f(rowid, text) VALUES (new.rowid, new.text); END;
+"""
+RAW_SEARCH = (
+    "SELECT m.text FROM f JOIN m ON m.rowid = f.rowid WHERE f MATCH ? AND m.user_id = ? ORDER BY f.rank LIMIT 5"
+)
 
 
-def raw_sqlite(path: Path, data: list[dict], qs: list[str]) -> dict:
-    n = sum(len(s["events"]) for s in data)
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("CREATE TABLE m (rowid INTEGER PRIMARY KEY, user_id TEXT, text TEXT)")
-    conn.execute("CREATE INDEX m_user ON m(user_id)")
-    conn.execute("CREATE VIRTUAL TABLE f USING fts5(text, content='m', content_rowid='rowid')")
-    conn.execute(
-        "CREATE TRIGGER m_ai AFTER INSERT ON m BEGIN INSERT INTO f(rowid, text) VALUES (new.rowid, new.text); END"
-    )
-    start = time.perf_counter()
+def long_queries() -> dict[str, str]:
+    paste = " ".join(texts(2000, seed=3))[:100_000]
+    words = list(dict.fromkeys(" ".join(texts(400, seed=5)).split()))[:1000]
+    return {"100 KB paste": paste, "1,000 distinct words": " ".join(words)}
+
+
+def raw_query(q: str) -> str:
+    return " OR ".join(f'"{t}"' for t in dict.fromkeys(query_terms(q, stem=False)))
+
+
+async def run(tmp: Path, n: int, qs: list[str]) -> dict:
+    data = list(sessions(n, USERS, per_session=50))
+    raw = sqlite3.connect(tmp / "raw.db", isolation_level=None)
+    raw.executescript(RAW_SCHEMA)
+    memory = LongTermMemory(backend_config={"path": str(tmp / "ours.db")})
+    t_raw = t_ours = 0.0
     for s in data:
-        conn.execute("BEGIN")
-        conn.executemany(
+        t = time.perf_counter()
+        raw.execute("BEGIN")
+        raw.executemany(
             "INSERT INTO m (user_id, text) VALUES (?, ?)",
             [(s["user_id"], e["content"]["parts"][0]["text"]) for e in s["events"]],
         )
-        conn.execute("COMMIT")
-    ingest = time.perf_counter() - start
-    lat = []
-    sql = "SELECT m.text FROM f JOIN m ON m.rowid = f.rowid WHERE f MATCH ? AND m.user_id = ? ORDER BY f.rank LIMIT 5"
-    for i, q in enumerate(qs):
+        raw.execute("COMMIT")
+        t_raw += time.perf_counter() - t
         t = time.perf_counter()
-        conn.execute(sql, (" OR ".join(q.split()), f"user-{i % USERS}")).fetchall()
-        lat.append(time.perf_counter() - t)
-    conn.close()
-    return {"events/s": n / ingest, "p50": pct(lat, 0.5), "p95": pct(lat, 0.95), "bytes": path.stat().st_size}
-
-
-async def ours(path: Path, data: list[dict], qs: list[str]) -> dict:
-    n = sum(len(s["events"]) for s in data)
-    memory = LongTermMemory(backend_config={"path": str(path)})
-    start = time.perf_counter()
-    for s in data:
         await memory.add_session_to_memory(s)
-    ingest = time.perf_counter() - start
-    bulk_path = path.with_name("bulk.db")
-    bulk = LongTermMemory(backend_config={"path": str(bulk_path)})
-    start = time.perf_counter()
-    await bulk.add_sessions_to_memory(data)
-    bulk_rate = n / (time.perf_counter() - start)
-    await bulk.close()
-    lat = []
+        t_ours += time.perf_counter() - t
+    lat: dict[str, list[float]] = {"raw": [], "ours": []}
     for i, q in enumerate(qs):
+        user = f"user-{i % USERS}"
         t = time.perf_counter()
-        await memory.search_memory(app_name="bench", user_id=f"user-{i % USERS}", query=q)
-        lat.append(time.perf_counter() - t)
+        raw.execute(RAW_SEARCH, (raw_query(q), user)).fetchall()
+        lat["raw"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        await memory.search_memory(app_name="bench", user_id=user, query=q)
+        lat["ours"].append(time.perf_counter() - t)
+    long: dict[str, dict[str, float]] = {}
+    for label, q in long_queries().items():
+        t = time.perf_counter()
+        raw.execute(RAW_SEARCH, (raw_query(q), "user-1")).fetchall()
+        t_r = time.perf_counter() - t
+        t = time.perf_counter()
+        await memory.search_memory(app_name="bench", user_id="user-1", query=q)
+        long[label] = {"raw": t_r * 1000, "ours": (time.perf_counter() - t) * 1000}
+    raw.close()
     await memory.close()
-    size = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
-    return {"events/s": n / ingest, "bulk/s": bulk_rate, "p50": pct(lat, 0.5), "p95": pct(lat, 0.95), "bytes": size}
+    size = {who: sum(p.stat().st_size for p in tmp.glob(f"{who}.db*")) / n for who in ("raw", "ours")}  # closed
+    return {"rate": {"raw": n / t_raw, "ours": n / t_ours}, "lat": lat, "long": long, "bytes": size}
+
+
+def breakdown(tmp: Path, n: int) -> dict[str, float]:
+    """Microseconds per record of a save's parts, each timed alone on the same data: the
+    facade's Python (reading the session, policy, records) and the store's primitives
+    (ledger read, records and ledger written) called directly on this thread."""
+    data = list(sessions(n, USERS, per_session=50))
+    policy = resolve_policy(None)
+    store = LocalBackend(tmp / "parts.db")
+    store._prepare()
+    facade = primitives = 0.0
+    for s in data:
+        t = time.perf_counter()
+        view = read_session(s)
+        scope = Scope(app_name=view.app_name, user_id=view.user_id)
+        t2 = time.perf_counter()
+        saved = store._ledger_saved(scope, view.session_id)
+        t3 = time.perf_counter()
+        plan = plan_save(view, saved, policy)
+        t4 = time.perf_counter()
+        store._commit(plan.records, None, scope, view.session_id, plan.covered)
+        t5 = time.perf_counter()
+        facade += (t2 - t) + (t4 - t3)
+        primitives += (t3 - t2) + (t5 - t4)
+    store._close()
+    return {"facade (session, policy, records)": facade / n * 1e6, "store primitives": primitives / n * 1e6}
+
+
+async def embedding(tmp: Path, embedder: str) -> dict[str, float]:
+    """Seconds for one 50-event session to be saved, and to be fully embedded, with ``embedder``:
+    on the save path, and with ``embed_later``."""
+    data = list(sessions(150, USERS, per_session=50))
+    out = {}
+    for mode in ("on the save path", "embed_later"):
+        config = {"path": str(tmp / f"{mode}.db"), "embedder": embedder, "embed_later": mode == "embed_later"}
+        memory = LongTermMemory(backend_config=config)
+        await memory.add_session_to_memory(data[0])  # loads the model
+        await memory.backend_instance.embed_backlog()
+        for s in data[1:]:
+            t = time.perf_counter()
+            await memory.add_session_to_memory(s)
+            saved = time.perf_counter() - t
+            await memory.backend_instance.embed_backlog()
+            out.setdefault(mode, []).append((saved, time.perf_counter() - t))
+        await memory.close()
+    return {
+        f"{mode}: {what}": min(x[i] for x in runs)
+        for mode, runs in out.items()
+        for i, what in enumerate(("saved", "embedded"))
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--embedder", help="also time a 50-event session's save and embedding with this embedder")
     args = ap.parse_args()
     qs = queries(args.queries)
-    table = Table(title=f"local backend vs raw SQLite FTS5 ({USERS} users, {args.queries} queries)")
-    Console(width=150).print("saving and searching ...")
-    for col in ("records", "system", "saves/s", "ratio", "search p50 ms", "p95 ms", "p50 ratio", "bytes/record"):
-        table.add_column(col, justify="right")
-    for n in args.sizes:
-        data = list(sessions(n, USERS))
-        with tempfile.TemporaryDirectory() as tmp:
-            raw = raw_sqlite(Path(tmp) / "raw.db", data, qs)
-            mine = asyncio.run(ours(Path(tmp) / "ours.db", data, qs))
-        table.add_row(
-            f"{n:,}",
-            "raw sqlite3+FTS5",
-            f"{raw['events/s']:,.0f}",
-            "1.00",
-            f"{raw['p50']:.2f}",
-            f"{raw['p95']:.2f}",
-            "1.00",
-            f"{raw['bytes'] / n:,.0f}",
+    console = Console(width=160)
+    for r in range(1, args.runs + 1):
+        table = Table(title=f"run {r}: local backend vs raw SQLite FTS5 ({USERS} users, sessions of 50, top 5)")
+        cols = (
+            "records",
+            "system",
+            "saves/s",
+            "ratio",
+            "p50 ms",
+            "p99 ms",
+            "100 KB query ms",
+            "1,000 words ms",
+            "B/rec",
         )
-        table.add_row(
-            "", "longterm bulk (add_sessions_to_memory)", f"{mine['bulk/s']:,.0f}", f"{mine['bulk/s'] / raw['events/s']:.2f}",
-            "", "", "", "",
-        )  # fmt: skip
-        table.add_row(
-            "", "longterm (add_session_to_memory)", f"{mine['events/s']:,.0f}", f"{mine['events/s'] / raw['events/s']:.2f}",
-            f"{mine['p50']:.2f}", f"{mine['p95']:.2f}", f"{mine['p50'] / raw['p50']:.2f}", f"{mine['bytes'] / n:,.0f}",
-        )  # fmt: skip
-    Console(width=150).print(table)
+        for col in cols:
+            table.add_column(col, justify="right")
+        for n in args.sizes:
+            with tempfile.TemporaryDirectory() as tmp:
+                res = asyncio.run(run(Path(tmp), n, qs))
+            for who, label in (("raw", "raw sqlite3+FTS5"), ("ours", "longterm local")):
+                rate, lat, long = res["rate"][who], res["lat"][who], res["long"]
+                table.add_row(
+                    f"{n:,}" if who == "raw" else "",
+                    label,
+                    f"{rate:,.0f}",
+                    f"{rate / res['rate']['raw']:.2f}",
+                    f"{pct(lat, 0.5):.2f}",
+                    f"{pct(lat, 0.99):.2f}",
+                    f"{long['100 KB paste'][who]:.1f}",
+                    f"{long['1,000 distinct words'][who]:.1f}",
+                    f"{res['bytes'][who]:,.0f}",
+                )
+        console.print(table)
+        with tempfile.TemporaryDirectory() as tmp:
+            parts = breakdown(Path(tmp), max(args.sizes))
+        console.print("a save's parts alone, us per record: " + ", ".join(f"{k} {v:.1f}" for k, v in parts.items()))
+        if args.embedder:
+            with tempfile.TemporaryDirectory() as tmp:
+                for what, seconds in asyncio.run(embedding(Path(tmp), args.embedder)).items():
+                    console.print(f"{args.embedder}, a 50-event session {what}: {seconds * 1000:,.0f} ms")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,11 @@ ledger's ``saved``/``mark_saved``) and owns, once for every engine:
   rule says the engine lost its schema (a server restarted empty);
 - **embeddings** off the loop and batched, **hybrid fusion**, and **visible degradation**
   (a failed vector arm answers from full text and says so in every hit);
+- **embedding later** (``embed_later=True``, for an engine with ``_unembedded`` and
+  ``_write_vectors``): a save writes text only and returns, searchable at once by full
+  text; a background thread then embeds what the store lists as unembedded, in batches,
+  each batch's vectors written and taken off the list in one step (exactly once, and a
+  restart resumes the list). Search uses the vectors that exist;
 - **the embedder identity check**: a store remembers which embedder wrote its vectors and
   refuses another, the same on every engine. Opened without an embedder, any store
   answers from full text; a store made without vectors and opened with an embedder
@@ -57,6 +62,8 @@ T = TypeVar("T")
 #: Texts embedded per call: bounds memory and lets a long save interleave with searches.
 EMBED_BATCH = 64
 _TIMEOUT_CM = sys.version_info >= (3, 11)
+#: Seconds before the background embedder retries after a failure (a save wakes it sooner).
+LATER_RETRY = 30.0
 #: Meta key under which a store remembers the embedder that wrote its vectors.
 EMBEDDER_KEY = "embedder"
 
@@ -93,6 +100,7 @@ class Engine:
         store_id: str,
         workers: int = 1,
         timeout: float | None = None,
+        embed_later: bool = False,
         **hybrid: Any,
     ) -> None:
         self.where = where
@@ -108,6 +116,14 @@ class Engine:
         self._closed = False
         self.vectors_off: str | None = None
         """Why this store answers from full text although an embedder is configured."""
+        self.embed_later = (
+            embed_later and self.embedder is not None and type(self)._unembedded is not Engine._unembedded
+        )
+        """Save text only and embed in the background (engines without the two primitives embed on the save path)."""
+        self._wake = threading.Event()
+        self._later_lock = threading.Lock()
+        self._later: threading.Thread | None = None
+        self._stopping = False
 
     # -- primitives: blocking, run on the engine's threads ------------------------------------
 
@@ -186,6 +202,16 @@ class Engine:
         extra = {"degraded": degraded} if degraded else {}
         return [Hit(record=by_id[i], score=s, arms=a, extra=extra) for i, s, a in fused[:k]]
 
+    def _unembedded(self, limit: int) -> list[tuple[Any, str]]:
+        """With ``embed_later``: at most ``limit`` records saved without a vector, oldest first,
+        as (key, text) pairs (the key is the engine's own, handed back to ``_write_vectors``)."""
+        raise NotImplementedError
+
+    def _write_vectors(self, keys: Sequence[Any], vectors: np.ndarray) -> None:
+        """Store ``vectors[i]`` for ``keys[i]`` and take those records off the unembedded list, in
+        one step; a record changed or deleted since ``_unembedded`` read it is left alone."""
+        raise NotImplementedError
+
     def _close(self) -> None:
         """Release connections and locks."""
 
@@ -222,6 +248,10 @@ class Engine:
                     "mix: configure the embedder the store was made with, or use another index (or erase it)."
                 )
             self._prepared = True
+            if self.embed_later and not self.vectors_off and self._later is None:
+                self._later = threading.Thread(target=self._embed_loop, name=f"longterm-{self.name}-embed", daemon=True)
+                self._later.start()
+                self._wake.set()  # what an earlier run left unembedded, too
 
     def _call(self, what: str, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
         for attempt in (0, 1):
@@ -270,13 +300,64 @@ class Engine:
         ]
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
+    def _embed_batch(self) -> int:
+        """Embed one batch of the records saved without vectors; how many (0: none left)."""
+        assert self.embedder is not None
+        with self._later_lock:
+            read = self._pool.submit(self._call, "reading memories to embed", self._unembedded, (EMBED_BATCH,))
+            batch = read.result(self.timeout)
+            if batch:
+                vectors = self.embedder.embed([text for _, text in batch], kind="passage")
+                args = ([key for key, _ in batch], vectors)
+                self._pool.submit(self._call, "saving vectors", self._write_vectors, args).result(self.timeout)
+            return len(batch)
+
+    def _embed_loop(self) -> None:
+        """The background thread of ``embed_later``: woken by saves, drains the list, retries failures."""
+        retry: float | None = None
+        while True:
+            self._wake.wait(retry)
+            self._wake.clear()
+            if self._stopping:
+                return
+            try:
+                while self._embed_batch() and not self._stopping:
+                    pass
+                retry = None
+            except BaseException as exc:  # the list stays in the store: the next wake resumes it
+                if self._stopping:
+                    return
+                retry = LATER_RETRY
+                log.warning("%s %s: embedding saved memories failed (%s); retrying", self.name, self.where, exc)
+
+    async def embed_backlog(self) -> int:
+        """With ``embed_later``: embed now whatever is saved without vectors; return how many.
+
+        For scripts and tests that need every vector before going on; the background thread
+        does the same on its own."""
+        if not self.embed_later:
+            return 0
+        await self._ready()
+        loop, done = asyncio.get_running_loop(), 0
+        try:
+            while n := await loop.run_in_executor(_EMBED_POOL, self._embed_batch):
+                done += n
+        except LongTermMemoryError:
+            raise
+        except Exception as exc:
+            raise BackendError(
+                f"embedding saved memories with {self.embedder and self.embedder.id!r} failed after {done}: "
+                f"{type(exc).__name__}: {exc}. They stay listed; the background embedder retries them."
+            ) from exc
+        return done
+
     async def _ready(self) -> None:
         """Prepare the store now (within the deadline), when what comes next depends on it."""
         if not self._prepared:
             await self._run("opening the store", lambda: None)
 
     async def _passages(self, records: Sequence[MemoryRecord]) -> np.ndarray | None:
-        if self.embedder is None or not records:
+        if self.embedder is None or self.embed_later or not records:
             return None
         await self._ready()
         if self.vectors_off:
@@ -298,6 +379,8 @@ class Engine:
         if records:
             vectors = await self._passages(records)
             await self._run("saving memories", self._write, list(records), vectors)
+            if self.embed_later:
+                self._wake.set()
 
     async def save(
         self, records: Sequence[MemoryRecord], scope: Scope, session_id: str, event_ids: Sequence[str]
@@ -305,6 +388,8 @@ class Engine:
         """Write ``records`` and then mark ``event_ids`` handled in this store's ledger."""
         vectors = await self._passages(records)
         await self._run("saving memories", self._commit, list(records), vectors, scope, session_id, list(event_ids))
+        if self.embed_later and records:
+            self._wake.set()
 
     async def search(self, scope: Scope, query: str, top_k: int) -> list[Hit]:
         """The scope's records best matching ``query``, best first, at most ``top_k``."""
@@ -357,6 +442,8 @@ class Engine:
         """Release the engine; a second close does nothing."""
         if self._closed:
             return
+        self._stopping = True  # the background embedder stops at its next step
+        self._wake.set()
         try:
             await asyncio.wrap_future(self._pool.submit(self._close))
         except BaseException:  # closing: nothing left to release, but say what happened

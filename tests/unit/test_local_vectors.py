@@ -97,7 +97,8 @@ async def test_a_large_scope_answers_through_the_api_like_a_small_one(tmp_path: 
         await m.add_session_to_memory(make_session(user="me", turns=turns))
         await m.add_session_to_memory(make_session(user="other", turns=[("user", "other's tea and bread")]))
         res = await m.search_memory(app_name="app", user_id="me", query="tea with bread")
-        scoped = m.backend_instance._vectors.matrix(m.backend_instance.conn, "app", "me")
+        backend = m.backend_instance
+        scoped = backend._vectors.matrix(backend.conn, backend._scope("app", "me"))
         assert scoped.quantized == (threshold == 1 and scan_engine == "simsimd")
         answers[threshold] = [(x.content.parts[0].text, round(x.custom_metadata["score"], 6)) for x in res.memories]
         assert all("other's" not in text for text, _ in answers[threshold])

@@ -5,13 +5,16 @@ single SQLite file that also holds the ledger (per index, written in the same
 transaction as the records), so one file is the whole memory and a save lands whole.
 
 Why it is shaped so:
-- Schema as named constants; the scope is in every statement's WHERE clause, and also an
-  FTS5 column (a per-scope digest token), so a search intersects the query's posting
+- Schema as named constants (``schema.py``: why records are keyed by scope, session and
+  event); the scope's id is in every statement's WHERE clause, and also an FTS5 column
+  (a token per scope), so a search intersects the query's posting
   lists with the user's own instead of ranking every user's matches first. (Hybrid search
   drops the token when one user holds over a quarter of the file: intersecting with such
   a long list costs more than it saves; the WHERE clause still keeps the scope.)
 - With an embedder, vectors live in the same file (``vectors.py``) and the two arms are
-  fused on row ids before any record is parsed (a native ``_search``).
+  fused on row ids before any record is parsed (a native ``_search``). With
+  ``embed_later``, this connection's triggers list each record it writes in
+  ``unembedded`` (same transaction), and the core's background embedder drains the list.
 - Text goes through ``retrieval.text.segment`` (CJK bigrams) and FTS5's own C tokenizer
   (``porter unicode61``: stemming, case and accent folding), several times faster than
   stemming in Python. ``terms`` is stored only where segmenting changed the text. The
@@ -19,8 +22,8 @@ Why it is shaped so:
   user text is ever FTS5 syntax.
 - A record whose content is just its text is stored once (``content`` NULL), which
   halves the file for the default policy.
-- Upserts skip rows whose digest did not change, so replays cost a lookup, not a rewrite
-  of the full-text index.
+- Upserts skip rows that did not change, so replays cost a lookup, not a rewrite of the
+  full-text index.
 - WAL plus ``BEGIN IMMEDIATE`` and a 30 s busy timeout make several processes safe
   (``_sqlite.connect`` retries the first open, which SQLite's busy handler does not cover).
 """
@@ -41,36 +44,22 @@ from ..._sqlite import SQLITE_RULES, connect, write_transaction
 from ...config import env, parse_backend_config
 from ...core.engine import Engine, Query
 from ...core.errors import Rule
-from ...core.scope import scope_key
 from ...errors import InvalidInputError
-from ...records import Hit, MemoryRecord, Scope, content_digest
+from ...records import Hit, MemoryRecord, Scope
 from ...retrieval.hybrid import HybridSettings
 from ...retrieval.text import segment
-from .schema import (
-    BY_ROWID,
-    COUNT,
-    DELETE_ALL,
-    DELETE_ONE,
-    DELETE_SESSION,
-    GET_META,
-    INSERT_SAVED,
-    LEDGER_SCHEMA,
-    MAX_ROWID,
-    SCAN,
-    SCHEMA,
-    SCOPES,
-    SEARCH,
-    SEARCH_IDS,
-    SELECT_SAVED,
-    SET_META,
-    UPSERT,
-)
-from .vectors import BUMP_VERSION, VECTOR_SCHEMA, VectorStore
+from . import schema as sql
+from .vectors import EMBED_LATER, UNEMBEDDED, VECTOR_SCHEMA, VectorStore
 
 log = logging.getLogger("longterm.local")
 
 #: Largest record accepted (text plus content, UTF-8 bytes); bigger ones are refused whole.
 MAX_RECORD_BYTES = 16 * 1024 * 1024
+#: Distinct query terms searched at most: each costs a walk of its posting list, so a pasted
+#: page (up to 256 terms) would cost several times what a long question does.
+MAX_QUERY_TERMS = 32
+_COMPACT: dict[str, Any] = {"ensure_ascii": False, "separators": (",", ":")}
+_TYPES: dict[tuple[str, ...], str] = {}
 
 
 class LocalConfig(HybridSettings):
@@ -80,28 +69,53 @@ class LocalConfig(HybridSettings):
     """SQLite file; default ``$LONGTERM_LOCAL_PATH`` or ``<LONGTERM_HOME>/memory.db``."""
     index: str = "default_app"
     max_record_bytes: int = MAX_RECORD_BYTES
+    embed_later: bool = False
+    """Save text only and embed in the background (see ``core.engine``)."""
 
 
-def _row_to_record(row: Sequence[Any]) -> MemoryRecord:
+def stored_id(rid: str) -> bytes | str:
+    """What the ``id`` column holds: a derived id's 16 bytes (``record_id``), any other id as it is."""
+    if len(rid) == 32 and rid == rid.lower():
+        try:
+            return bytes.fromhex(rid)
+        except ValueError:
+            pass
+    return rid
+
+
+def _types(event_types: list[str]) -> str:
+    key = tuple(event_types)
+    if key not in _TYPES:
+        _TYPES[key] = json.dumps(event_types, separators=(",", ":"))
+    return _TYPES[key]
+
+
+def _row_to_record(row: Sequence[Any], scope: Scope) -> MemoryRecord:
+    rid, role, text = row[0], row[4], row[6]
     return MemoryRecord(
-        id=row[0],
-        app_name=row[1],
-        user_id=row[2],
-        session_id=row[3],
-        event_id=row[4],
-        author=row[5],
-        role=row[6],
-        event_types=json.loads(row[7]),
-        text=row[8],
-        content=json.loads(row[9]) if row[9] is not None else {"role": row[6] or "user", "parts": [{"text": row[8]}]},
-        timestamp=row[10],
-        metadata=json.loads(row[11]),
+        id=rid.hex() if isinstance(rid, bytes) else rid,
+        app_name=scope.app_name,
+        user_id=scope.user_id,
+        session_id=row[1],
+        event_id=row[2],
+        author=row[3],
+        role=role,
+        event_types=json.loads(row[5]),
+        text=text,
+        content=json.loads(row[7]) if row[7] is not None else {"role": role or "user", "parts": [{"text": text}]},
+        timestamp=row[8],
+        metadata=json.loads(row[9]),
     )
 
 
 def fts_query(terms: Sequence[str]) -> str:
     """An FTS5 expression matching any of ``terms``, each quoted (never FTS5 syntax)."""
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def search_terms(terms: Sequence[str]) -> list[str]:
+    """The first ``MAX_QUERY_TERMS`` distinct ``terms``."""
+    return list(dict.fromkeys(terms))[:MAX_QUERY_TERMS]
 
 
 class LocalBackend(Engine):
@@ -120,14 +134,16 @@ class LocalBackend(Engine):
         self.index = index
         self.max_record_bytes = max_record_bytes
         super().__init__(where=str(self.path), store_id=f"local:{self.path.resolve()}#{index}", **hybrid)
-        self._vectors = VectorStore(index, self.embedder.dim) if self.embedder else None
+        self._vectors = VectorStore(self.embedder.dim) if self.embedder else None
         self._conn: sqlite3.Connection | None = None
+        self._scopes: dict[tuple[str, str], int] = {}
 
     @classmethod
     def from_config(cls, config: dict[str, Any], *, root: Path) -> LocalBackend:
         cfg = parse_backend_config(LocalConfig, config, cls.name)
         path = cfg.path or env("LONGTERM_LOCAL_PATH") or str(root / "memory.db")
-        return cls(path, index=cfg.index, max_record_bytes=cfg.max_record_bytes, **cfg.hybrid_kwargs())
+        kwargs = {"max_record_bytes": cfg.max_record_bytes, "embed_later": cfg.embed_later}
+        return cls(path, index=cfg.index, **kwargs, **cfg.hybrid_kwargs())
 
     def _rules(self) -> Sequence[Rule]:
         return SQLITE_RULES
@@ -139,7 +155,26 @@ class LocalBackend(Engine):
 
     def _open(self) -> None:
         if self._conn is None:
-            self._conn = connect(self.path, SCHEMA + VECTOR_SCHEMA + LEDGER_SCHEMA)
+            conn = connect(self.path, sql.SCHEMA + VECTOR_SCHEMA)
+            try:
+                if conn.execute(sql.OLD_TABLES).fetchone():
+                    self._migrate(conn)
+                if self.embed_later:
+                    conn.executescript(EMBED_LATER)
+            except BaseException:
+                conn.close()
+                raise
+            self._conn = conn
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        """Move a store of schema 1 (scopes spelled out in every row, hex ids) to this one."""
+        log.warning("local %s: moving the store to the compact schema (once; it may take a while)", self.path)
+        conn.create_function("longterm_id", 1, stored_id, deterministic=True)
+        with write_transaction(conn):
+            if conn.execute(sql.OLD_TABLES).fetchone():  # another process may have moved it
+                for statement in sql.MIGRATE.split(";\n"):
+                    if statement.strip():
+                        conn.execute(statement)
 
     def _close(self) -> None:
         if self._conn is not None:
@@ -149,42 +184,61 @@ class LocalBackend(Engine):
             self._vectors.close()
 
     def _meta_get(self, key: str) -> str | None:
-        row = self.conn.execute(GET_META, (f"{key}:{self.index}",)).fetchone()
+        row = self.conn.execute(sql.GET_META, (f"{key}:{self.index}",)).fetchone()
         return None if row is None else str(row[0])
 
     def _meta_set(self, key: str, value: str) -> None:
-        self.conn.execute(SET_META, (f"{key}:{self.index}", value))
+        self.conn.execute(sql.SET_META, (f"{key}:{self.index}", value))
 
-    def _row(self, r: MemoryRecord) -> tuple[Any, ...]:
-        content = None if r.text_only_content() else json.dumps(r.content, ensure_ascii=False)
-        metadata = json.dumps(r.metadata, ensure_ascii=False)
-        types = json.dumps(r.event_types)
-        terms = segment(r.text)
-        size = len(r.text.encode("utf-8")) + len((content or "").encode("utf-8"))
+    def _scope(self, app: str, user: str, *, create: bool = False) -> int | None:
+        """The scope's id; with ``create``, made first (committed on its own: ids are never reused)."""
+        known = self._scopes.get((app, user))
+        if known is not None:
+            return known
+        args = (self.index, app, user)
+        row = self.conn.execute(sql.GET_SCOPE, args).fetchone()
+        if row is None and create:
+            with write_transaction(self.conn) as conn:
+                conn.execute(sql.ADD_SCOPE, args)
+            row = self.conn.execute(sql.GET_SCOPE, args).fetchone()
+        if row is not None:
+            self._scopes[(app, user)] = row[0]
+        return None if row is None else int(row[0])
+
+    def _row(self, scope: int, r: MemoryRecord) -> tuple[Any, ...]:
+        text = r.text
+        content = None if r.text_only_content() else json.dumps(r.content, **_COMPACT)
+        size = len(text.encode("utf-8")) + len((content or "").encode("utf-8"))
         if size > self.max_record_bytes:
             raise InvalidInputError(
                 f"event {r.event_id!r} of session {r.session_id!r} is {size} bytes, over the local "
                 f"backend's limit of {self.max_record_bytes}; raise backend_config['max_record_bytes'] "
                 "or exclude such events with the auto-save policy."
             )
-        digest = content_digest(r.author, r.role, types, r.text, content, r.timestamp, metadata)
-        skey = "s" + scope_key(self.index, r.app_name, r.user_id)
-        return (
-            self.index, r.id, r.app_name, r.user_id, r.session_id, r.event_id, r.author, r.role,
-            types, r.text, content, r.timestamp, metadata, digest, skey, terms if terms != r.text else None,
-        )  # fmt: skip
+        metadata = json.dumps(r.metadata, **_COMPACT) if r.metadata else "{}"
+        types = _types(r.event_types)
+        terms = segment(text)
+        row = (scope, stored_id(r.id), r.session_id, r.event_id, r.author, r.role, types, text, content, r.timestamp)
+        return (*row, metadata, None if terms == text else terms)
 
-    def _put(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None) -> None:
+    def _scope_ids(self, records: Sequence[MemoryRecord]) -> dict[tuple[str, str], int]:
+        """Outside the write transaction: a scope made there would vanish with a rollback."""
+        pairs = {(r.app_name, r.user_id) for r in records}
+        return {pair: self._scope(*pair, create=True) for pair in pairs}  # type: ignore[misc]
+
+    def _put(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None, ids: dict[Any, int]) -> None:
         """The records (and vectors) inside the caller's transaction."""
         conn = self.conn
-        conn.executemany(UPSERT, [self._row(r) for r in records])
+        rows = [self._row(ids[r.app_name, r.user_id], r) for r in records]
+        conn.executemany(sql.UPSERT, rows)
         if self._vectors is not None and vectors is not None:
-            self._vectors.write(conn, [r.id for r in records], vectors)
-        conn.executemany(BUMP_VERSION, list({(self.index, r.app_name, r.user_id) for r in records}))
+            self._vectors.write(conn, [row[0:1] + row[2:4] for row in rows], vectors)
+            conn.executemany(sql.BUMP_VERSION, [(i,) for i in set(ids.values())])
 
     def _write(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None) -> None:
+        ids = self._scope_ids(records)
         with write_transaction(self.conn):
-            self._put(records, vectors)
+            self._put(records, vectors, ids)
 
     def _commit(
         self,
@@ -195,76 +249,95 @@ class LocalBackend(Engine):
         event_ids: Sequence[str],
     ) -> None:
         # Records and ledger in one transaction: a save lands whole or not at all.
-        with write_transaction(self.conn):
+        ids = self._scope_ids(records)
+        scope_pair = (scope.app_name, scope.user_id)
+        scope_id = self._scope(*scope_pair, create=True)
+        with write_transaction(self.conn) as conn:
             if records:
-                self._put(records, vectors)
-            self._mark(scope, session_id, event_ids)
-
-    def _mark(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
-        base = (self.index, scope.app_name, scope.user_id, session_id)
-        self.conn.executemany(INSERT_SAVED, [(*base, e) for e in event_ids])
+                self._put(records, vectors, ids)
+            # A record is its own event's ledger entry: only the events without one go here.
+            kept = {r.event_id for r in records if (r.app_name, r.user_id, r.session_id) == (*scope_pair, session_id)}
+            conn.executemany(sql.INSERT_SAVED, [(scope_id, session_id, e) for e in event_ids if e not in kept])
 
     def _ledger_saved(self, scope: Scope, session_id: str) -> set[str]:
-        args = (self.index, scope.app_name, scope.user_id, session_id)
-        return {r[0] for r in self.conn.execute(SELECT_SAVED, args)}
+        scope_id = self._scope(scope.app_name, scope.user_id)
+        rows = self.conn.execute(sql.SELECT_SAVED, (scope_id, session_id)) if scope_id is not None else ()
+        return {r[0] for r in rows}
 
     def _ledger_mark(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
-        with write_transaction(self.conn):
-            self._mark(scope, session_id, event_ids)
+        self._commit([], None, scope, session_id, event_ids)
 
-    def _match(self, scope: Scope, query: Query) -> str:
-        token = "s" + scope_key(self.index, scope.app_name, scope.user_id)
-        return f'scope_key : "{token}" AND terms : ({fts_query(query.terms)})'
+    def _unembedded(self, limit: int) -> list[tuple[Any, str]]:
+        return [((rowid, text), text) for rowid, text in self.conn.execute(UNEMBEDDED, (self.index, limit))]
+
+    def _write_vectors(self, keys: Sequence[Any], vectors: np.ndarray) -> None:
+        assert self._vectors is not None
+        with write_transaction(self.conn) as conn:
+            self._vectors.write_late(conn, list(keys), vectors)
+
+    def _match(self, scope_id: int, terms: Sequence[str], *, token: bool = True) -> str:
+        text = f"terms : ({fts_query(search_terms(terms))})"
+        return f'scope : "s{scope_id}" AND {text}' if token else text
 
     def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:
-        params = (self._match(scope, query), self.index, scope.app_name, scope.user_id, k)
-        return [(_row_to_record(row[1:-1]), -row[-1]) for row in self.conn.execute(SEARCH, params)]
+        scope_id = self._scope(scope.app_name, scope.user_id)
+        if scope_id is None:
+            return []
+        rows = self.conn.execute(sql.SEARCH, (self._match(scope_id, query.terms), scope_id, k))
+        return [(_row_to_record(row[1:-1], scope), -row[-1]) for row in rows]
 
     def _search(self, scope: Scope, query: Query, vector: np.ndarray | None, k: int, degraded: str | None) -> list[Hit]:
         # Fuse on row ids and scores first; read and parse only the records that survive.
         # A large scope's int8 scan runs on another thread while SQLite does full text.
         assert self._vectors is not None
+        scope_id = self._scope(scope.app_name, scope.user_id)
+        if scope_id is None:
+            return []
         conn, vectors, depth = self.conn, self._vectors, self.hybrid.depth(k)
-        scoped = vectors.matrix(conn, scope.app_name, scope.user_id)
+        scoped = vectors.matrix(conn, scope_id)
         pending = vectors.top_soon(scoped, vector, depth) if vector is not None else None
-        match = self._match(scope, query)
-        if 4 * len(scoped) > (conn.execute(MAX_ROWID).fetchone()[0] or 0):
-            # This user holds much of the file: intersecting with their scope token costs
-            # more than it saves; the SQL filter alone keeps the search in scope.
-            match = f"terms : ({fts_query(query.terms)})"
-        text_rows = [
-            (r[0], -r[1]) for r in conn.execute(SEARCH_IDS, (match, self.index, scope.app_name, scope.user_id, depth))
-        ]
+        # A user holding much of the file: intersecting with their scope token costs more
+        # than it saves; the SQL filter alone keeps the search in scope.
+        token = 4 * len(scoped) <= (conn.execute(sql.MAX_ROWID).fetchone()[0] or 0)
+        match = self._match(scope_id, query.terms, token=token)
+        text_rows = [(r[0], -r[1]) for r in conn.execute(sql.SEARCH_IDS, (match, scope_id, depth))]
         near = pending.result() if pending is not None else []
         fused = self.hybrid.fuse({"fulltext": text_rows, "vector": near})
         extra = {"degraded": degraded} if degraded else {}
         hits = []
         for rowid, score, arms in fused:
-            row = conn.execute(BY_ROWID, (rowid, self.index, scope.app_name, scope.user_id)).fetchone()
+            row = conn.execute(sql.BY_ROWID, (rowid, scope_id)).fetchone()
             if row is None:  # deleted since the matrix was cached
                 continue
-            hits.append(Hit(record=_row_to_record(row[1:]), score=score, arms=arms, extra=extra))
+            hits.append(Hit(record=_row_to_record(row[1:], scope), score=score, arms=arms, extra=extra))
             if len(hits) == k:
                 break
         return hits
 
     def _remove(self, scope: Scope, ids: Sequence[str] | None, session_id: str | None) -> int:
-        base = (self.index, scope.app_name, scope.user_id)
+        scope_id = self._scope(scope.app_name, scope.user_id)
+        if scope_id is None:
+            return 0
         with write_transaction(self.conn) as conn:
-            conn.execute(BUMP_VERSION, base)
-            if ids is not None:
-                return sum(conn.execute(DELETE_ONE, (*base, i)).rowcount for i in ids)
+            conn.execute(sql.BUMP_VERSION, (scope_id,))
+            if ids is not None:  # each a scan of the scope: ids are not indexed (see schema)
+                return sum(conn.execute(sql.DELETE_ONE, (scope_id, stored_id(i))).rowcount for i in set(ids))
             if session_id is not None:
-                return int(conn.execute(DELETE_SESSION, (*base, session_id)).rowcount)
-            return int(conn.execute(DELETE_ALL, base).rowcount)
+                return int(conn.execute(sql.DELETE_SESSION, (scope_id, session_id)).rowcount)
+            return int(conn.execute(sql.DELETE_ALL, (scope_id,)).rowcount)
 
     def _count(self, scope: Scope) -> int:
-        return int(self.conn.execute(COUNT, (self.index, scope.app_name, scope.user_id)).fetchone()[0])
+        scope_id = self._scope(scope.app_name, scope.user_id)
+        return 0 if scope_id is None else int(self.conn.execute(sql.COUNT, (scope_id,)).fetchone()[0])
 
     def _page(self, scope: Scope, cursor: Any, size: int) -> tuple[list[MemoryRecord], Any]:
-        rows = self.conn.execute(SCAN, (self.index, scope.app_name, scope.user_id, cursor or 0, size)).fetchall()
-        return [_row_to_record(r[1:]) for r in rows], (rows[-1][0] if len(rows) == size else None)
+        scope_id = self._scope(scope.app_name, scope.user_id)
+        if scope_id is None:
+            return [], None
+        after = cursor or ("", "")
+        rows = self.conn.execute(sql.SCAN, (scope_id, *after, size)).fetchall()
+        return [_row_to_record(r[1:], scope) for r in rows], (tuple(rows[-1][2:4]) if len(rows) == size else None)
 
     async def scopes(self) -> list[tuple[str, str, int]]:
         """(app, user, count) of every scope in this index, for stats."""
-        return await self._run("listing users", lambda: self.conn.execute(SCOPES, (self.index,)).fetchall())
+        return await self._run("listing users", lambda: self.conn.execute(sql.SCOPES, (self.index,)).fetchall())

@@ -1,8 +1,9 @@
 """Vectors for the local backend: stored in its SQLite file, searched by brute force.
 
 The seam: ``VectorStore`` writes embeddings next to their records (same transaction as
-the record); ``matrix(conn, app, user)`` gives one scope's vectors (a ``ScopeVectors``)
-and ``ScopeVectors.top(...)`` the nearest of them.
+the record, or later from the ``unembedded`` queue when the engine embeds in the
+background); ``matrix(conn, scope)`` gives one scope's vectors (a ``ScopeVectors``) and
+``ScopeVectors.top(...)`` the nearest of them.
 
 Why brute force: one user's memories rarely exceed a few hundred thousand; a scan needs
 no index to maintain, sees every write at once and is exact. Each scope's matrix is
@@ -30,36 +31,49 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
+from .schema import GET_VERSION
+
 try:  # optional: SIMD int8 scans for large scopes (the ``embeddings`` extra)
     import simsimd as _simsimd
 except ImportError:  # pragma: no cover - exercised when the extra is absent
     _simsimd = None  # type: ignore[assignment]
 
 VECTOR_SCHEMA = """
-CREATE TABLE IF NOT EXISTS vectors (
-    rowid     INTEGER PRIMARY KEY REFERENCES memories (rowid) ON DELETE CASCADE,
+CREATE TABLE IF NOT EXISTS embeddings (
+    rowid     INTEGER PRIMARY KEY REFERENCES records (rowid) ON DELETE CASCADE,
     embedding BLOB NOT NULL
 );
-CREATE TABLE IF NOT EXISTS scope_versions (
-    index_name TEXT NOT NULL,
-    app_name   TEXT NOT NULL,
-    user_id    TEXT NOT NULL,
-    version    INTEGER NOT NULL,
-    PRIMARY KEY (index_name, app_name, user_id)
-) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS unembedded (
+    rowid INTEGER PRIMARY KEY REFERENCES records (rowid) ON DELETE CASCADE
+);
 """
-
-BUMP_VERSION = """
-INSERT INTO scope_versions (index_name, app_name, user_id, version) VALUES (?, ?, ?, 1)
-ON CONFLICT (index_name, app_name, user_id) DO UPDATE SET version = version + 1
+#: Embedding later (``embed_later``): this connection queues what it writes for the background.
+EMBED_LATER = """
+CREATE TEMP TRIGGER IF NOT EXISTS embed_later_ai AFTER INSERT ON records BEGIN
+    INSERT OR IGNORE INTO unembedded VALUES (new.rowid);
+END;
+CREATE TEMP TRIGGER IF NOT EXISTS embed_later_au AFTER UPDATE ON records BEGIN
+    DELETE FROM embeddings WHERE rowid = old.rowid;
+    INSERT OR IGNORE INTO unembedded VALUES (new.rowid);
+END;
 """
-GET_VERSION = "SELECT version FROM scope_versions WHERE index_name = ? AND app_name = ? AND user_id = ?"
-PUT_VECTOR = (
-    "INSERT OR REPLACE INTO vectors (rowid, embedding) SELECT rowid, ? FROM memories WHERE index_name = ? AND id = ?"
-)
+PUT_VECTOR = """
+INSERT OR REPLACE INTO embeddings (rowid, embedding)
+SELECT rowid, ? FROM records WHERE scope = ? AND session_id = ? AND event_id = ?
+"""
+UNEMBEDDED = """
+SELECT r.rowid, r.text FROM unembedded AS u JOIN records AS r ON r.rowid = u.rowid
+WHERE r.scope IN (SELECT scope FROM scopes WHERE index_name = ?) ORDER BY u.rowid LIMIT ?
+"""
+#: A vector lands only if its record still holds the text it was made from.
+PUT_LATE_VECTOR = """
+INSERT OR REPLACE INTO embeddings (rowid, embedding)
+SELECT rowid, ? FROM records WHERE rowid = ? AND text = ?
+"""
+DONE = "DELETE FROM unembedded WHERE rowid = ? AND EXISTS (SELECT 1 FROM records WHERE rowid = ? AND text = ?)"
+BUMP_ROWS = "UPDATE scopes SET version = version + 1 WHERE scope IN (SELECT scope FROM records WHERE rowid IN ({}))"
 LOAD_SCOPE = """
-SELECT v.rowid, v.embedding FROM vectors AS v JOIN memories AS m ON m.rowid = v.rowid
-WHERE m.index_name = ? AND m.app_name = ? AND m.user_id = ?
+SELECT e.rowid, e.embedding FROM records AS r JOIN embeddings AS e ON e.rowid = r.rowid WHERE r.scope = ?
 """
 
 #: Scopes whose matrices stay in memory (least recently searched are dropped first).
@@ -129,10 +143,9 @@ class ScopeVectors:
 
 
 class VectorStore:
-    def __init__(self, index: str, dim: int) -> None:
-        self.index = index
+    def __init__(self, dim: int) -> None:
         self.dim = dim
-        self._cache: OrderedDict[tuple[str, str], tuple[int, ScopeVectors]] = OrderedDict()
+        self._cache: OrderedDict[int, tuple[int, ScopeVectors]] = OrderedDict()
         self._lock = threading.Lock()
         self._scanner: ThreadPoolExecutor | None = None
 
@@ -160,21 +173,28 @@ class VectorStore:
         if scanner is not None:
             scanner.shutdown(wait=True)
 
-    def write(self, conn: sqlite3.Connection, ids: list[str], vectors: np.ndarray) -> None:
-        conn.executemany(
-            PUT_VECTOR, [(vectors[i].astype(np.float32).tobytes(), self.index, rid) for i, rid in enumerate(ids)]
-        )
+    def write(self, conn: sqlite3.Connection, keys: list[tuple[int, str, str]], vectors: np.ndarray) -> None:
+        """Vectors of the records at ``keys`` (scope, session, event), in the caller's transaction."""
+        blobs = np.asarray(vectors, dtype=np.float32)
+        conn.executemany(PUT_VECTOR, [(blobs[i].tobytes(), *key) for i, key in enumerate(keys)])
 
-    def matrix(self, conn: sqlite3.Connection, app: str, user: str) -> ScopeVectors:
+    def write_late(self, conn: sqlite3.Connection, keys: list[tuple[int, str]], vectors: np.ndarray) -> None:
+        """Vectors embedded in the background for ``keys`` (rowid, text), in the caller's transaction."""
+        blobs = np.asarray(vectors, dtype=np.float32)
+        conn.executemany(PUT_LATE_VECTOR, [(blobs[i].tobytes(), *key) for i, key in enumerate(keys)])
+        conn.executemany(DONE, [(rowid, rowid, text) for rowid, text in keys])
+        conn.execute(BUMP_ROWS.format(",".join(str(int(rowid)) for rowid, _ in keys)))
+
+    def matrix(self, conn: sqlite3.Connection, scope: int) -> ScopeVectors:
         """The scope's vectors, from the cache while the scope's version holds."""
-        row = conn.execute(GET_VERSION, (self.index, app, user)).fetchone()
+        row = conn.execute(GET_VERSION, (scope,)).fetchone()
         version = row[0] if row else 0
         with self._lock:
-            hit = self._cache.get((app, user))
+            hit = self._cache.get(scope)
             if hit is not None and hit[0] == version:
-                self._cache.move_to_end((app, user))
+                self._cache.move_to_end(scope)
                 return hit[1]
-        rows = conn.execute(LOAD_SCOPE, (self.index, app, user)).fetchall()
+        rows = conn.execute(LOAD_SCOPE, (scope,)).fetchall()
         rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         matrix = (
             np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), self.dim)
@@ -183,7 +203,7 @@ class VectorStore:
         )
         scoped = ScopeVectors(rowids, matrix)
         with self._lock:
-            self._cache[(app, user)] = (version, scoped)
+            self._cache[scope] = (version, scoped)
             while len(self._cache) > CACHED_SCOPES:
                 self._cache.popitem(last=False)
         return scoped
