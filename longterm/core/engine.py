@@ -54,6 +54,7 @@ from ..retrieval.embedders import Embedder, Kind
 from ..retrieval.hybrid import Hybrid
 from ..retrieval.text import query_terms
 from .errors import Rule, translate
+from .ledger import SideLedger
 
 log = logging.getLogger("longterm.core")
 
@@ -124,6 +125,8 @@ class Engine:
         self._later_lock = threading.Lock()
         self._later: threading.Thread | None = None
         self._stopping = False
+        self.side_ledger: SideLedger | None = None
+        """Where the ledger and meta live when the engine cannot keep them (closed with it)."""
 
     # -- primitives: blocking, run on the engine's threads ------------------------------------
 
@@ -156,19 +159,22 @@ class Engine:
         cursor (None: done). Every record exactly once, in an order of the engine's choosing."""
         raise NotImplementedError
 
+    # An engine that cannot keep its ledger and meta itself sets ``self.side_ledger`` (a
+    # ``SideLedger`` file beside the store, moved and erased with it); these four then use it.
+
     def _meta_get(self, key: str) -> str | None:
         """A value the store keeps about itself (e.g. which embedder wrote it)."""
-        raise NotImplementedError
+        return self._side().meta_get(key)
 
     def _meta_set(self, key: str, value: str) -> None:
-        raise NotImplementedError
+        self._side().meta_set(key, value)
 
     def _ledger_saved(self, scope: Scope, session_id: str) -> set[str]:
         """The event ids of this session the store has handled (its ledger)."""
-        raise NotImplementedError
+        return self._side().saved(scope, session_id)
 
     def _ledger_mark(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
-        raise NotImplementedError
+        self._side().mark(scope, session_id, event_ids)
 
     def _commit(
         self,
@@ -220,6 +226,11 @@ class Engine:
         return ()
 
     # -- machinery -------------------------------------------------------------------------
+
+    def _side(self) -> SideLedger:
+        if self.side_ledger is None:
+            raise NotImplementedError(f"{type(self).__name__} keeps no ledger: implement _ledger_* and _meta_*")
+        return self.side_ledger
 
     def _translate(self, exc: BaseException, what: str) -> tuple[LongTermMemoryError, bool]:
         return translate(
@@ -446,6 +457,8 @@ class Engine:
         self._wake.set()
         try:
             await asyncio.wrap_future(self._pool.submit(self._close))
+            if self.side_ledger is not None:
+                self.side_ledger.close()
         except BaseException:  # closing: nothing left to release, but say what happened
             log.debug("closing %s %s", self.name, self.where, exc_info=True)
         finally:

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from longterm import LongTermMemory
-from longterm.backends.local import vectors as local_vectors
-from longterm.backends.local.vectors import ScopeVectors
+from longterm.retrieval import vector_scan as local_vectors
 from longterm.retrieval.embedders import HashingEmbedder, normalize
+from longterm.retrieval.vector_scan import ScopeVectors
 from tests.conftest import make_session
 
 

@@ -38,39 +38,25 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import ConfigDict
 
 from ..._sqlite import SQLITE_RULES, connect, write_transaction
 from ...config import env, parse_backend_config
+from ...config.backends import LOCAL_MAX_RECORD_BYTES, LocalConfig
 from ...core.engine import Engine, Query
 from ...core.errors import Rule
 from ...errors import InvalidInputError
 from ...records import Hit, MemoryRecord, Scope
-from ...retrieval.hybrid import HybridSettings
 from ...retrieval.text import segment
 from . import schema as sql
 from .vectors import EMBED_LATER, UNEMBEDDED, VECTOR_SCHEMA, VectorStore
 
 log = logging.getLogger("longterm.local")
 
-#: Largest record accepted (text plus content, UTF-8 bytes); bigger ones are refused whole.
-MAX_RECORD_BYTES = 16 * 1024 * 1024
 #: Distinct query terms searched at most: each costs a walk of its posting list, so a pasted
 #: page (up to 256 terms) would cost several times what a long question does.
 MAX_QUERY_TERMS = 32
 _COMPACT: dict[str, Any] = {"ensure_ascii": False, "separators": (",", ":")}
 _TYPES: dict[tuple[str, ...], str] = {}
-
-
-class LocalConfig(HybridSettings):
-    model_config = ConfigDict(extra="forbid")
-
-    path: str | None = None
-    """SQLite file; default ``$LONGTERM_LOCAL_PATH`` or ``<LONGTERM_HOME>/memory.db``."""
-    index: str = "default_app"
-    max_record_bytes: int = MAX_RECORD_BYTES
-    embed_later: bool = False
-    """Save text only and embed in the background (see ``core.engine``)."""
 
 
 def stored_id(rid: str) -> bytes | str:
@@ -127,7 +113,7 @@ class LocalBackend(Engine):
         path: str | Path,
         *,
         index: str = "default_app",
-        max_record_bytes: int = MAX_RECORD_BYTES,
+        max_record_bytes: int = LOCAL_MAX_RECORD_BYTES,
         **hybrid: Any,
     ):
         self.path = Path(path).expanduser()

@@ -2,7 +2,7 @@
 qdrant-edge engine (``edge``, the default on a path), on one data model (``common``)."""
 
 from .client import QdrantBackend
-from .common import QdrantConfig, collection_name
+from .common import collection_name
 from .edge import QdrantEdgeBackend
 
-__all__ = ["QdrantBackend", "QdrantConfig", "QdrantEdgeBackend", "collection_name"]
+__all__ = ["QdrantBackend", "QdrantEdgeBackend", "collection_name"]

@@ -26,10 +26,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...config import env, parse_backend_config, redact_url
+from ...config.backends import QdrantConfig, resolve_qdrant_url
 from ...core.engine import Engine
 from ...errors import ConfigurationError, require
 from ...records import MemoryRecord, Scope
-from .common import DENSE, SCOPE_FIELDS, SPARSE, QdrantConfig, QdrantEngine, collection_name, name_id
+from .common import DENSE, SCOPE_FIELDS, SPARSE, QdrantEngine, collection_name, name_id
 
 #: Points per request (a server refuses very large request bodies).
 BATCH = 256
@@ -66,8 +67,7 @@ class QdrantBackend(QdrantEngine):
     @classmethod
     def from_config(cls, config: dict[str, Any], *, root: Path) -> Engine:
         cfg = parse_backend_config(QdrantConfig, config, cls.name)
-        url = cfg.url or (f"http://{cfg.host}:{cfg.port}" if cfg.host else None)
-        url = url or (env("LONGTERM_QDRANT_URL") if cfg.path is None else None)
+        url = resolve_qdrant_url(cfg)
         path = cfg.path or str(root / "qdrant")
         if url is None and cfg.engine == "edge":
             from .edge import QdrantEdgeBackend

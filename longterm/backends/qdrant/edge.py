@@ -22,11 +22,9 @@ same promise as the Qdrant server's and the ledger's (SQLite, ``synchronous=NORM
 from __future__ import annotations
 
 import fcntl
-import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -37,7 +35,7 @@ from ...core.ledger import SideLedger
 from ...errors import BackendError, require
 from ...records import MemoryRecord, Scope
 from ...retrieval.fusion import RRF_K
-from .common import DENSE, RULES, SCOPE_FIELDS, SPARSE, QdrantEngine, collection_name, point_id
+from .common import DENSE, RULES, SCOPE_FIELDS, SPARSE, QdrantEngine, collection_name
 
 LOCK_FILE, SHARD_DIR, LEDGER_FILE = ".longterm.lock", "shard", "ledger.db"
 #: What qdrant-edge says of damaged files (its config, WAL, segments), lower case.
@@ -50,18 +48,6 @@ DAMAGED = Rule(
 )
 #: Points per write: short enough that the event loop's thread gets the GIL between them.
 BATCH = 32
-#: The payload key holding the whole record as JSON (beside the scope fields filters use).
-RECORD = "record"
-
-
-def _decoded(points: list[Any]) -> list[Any]:
-    """Points whose payload is the record again (stores written before ``RECORD`` hold it spread out)."""
-    out = []
-    for p in points:
-        packed = p.payload.get(RECORD)
-        score = getattr(p, "score", None)  # scrolled records have none
-        out.append(SimpleNamespace(id=p.id, score=score, payload=json.loads(packed) if packed else p.payload))
-    return out
 
 
 class QdrantEdgeBackend(QdrantEngine):
@@ -75,7 +61,7 @@ class QdrantEdgeBackend(QdrantEngine):
         self.root = self.path / collection_name("", index)
         super().__init__(where=str(self.root), store_id=f"qdrant-edge:{self.root.resolve()}", **hybrid)
         # Keyed by a constant: the file is inside the store and follows it when moved.
-        self._side = SideLedger(self.root / LEDGER_FILE, "qdrant-edge")
+        self.side_ledger = SideLedger(self.root / LEDGER_FILE, "qdrant-edge")
         self._shard: Any = None
         self._lock_fd: int | None = None
 
@@ -111,23 +97,12 @@ class QdrantEdgeBackend(QdrantEngine):
                 self._shard.flush()
                 self._shard.close()
         finally:
-            self._side.close()
+            self._side().close()  # before the lock goes: the next process finds it closed
             if self._lock_fd is not None:
                 os.close(self._lock_fd)
             self._shard = self._lock_fd = None
 
     # -- hooks ------------------------------------------------------------------------------
-
-    def _points(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None) -> Iterator[dict[str, Any]]:
-        # qdrant-edge converts a payload key by key (about 15 us each): the record as one JSON
-        # string costs a quarter of its 13 keys, at writing and at reading.
-        for i, r in enumerate(records):
-            vector = {SPARSE: self._sparse(r.text)}
-            if vectors is not None:
-                vector[DENSE] = vectors[i].astype(np.float32).tolist()
-            payload = {"app_name": r.app_name, "user_id": r.user_id, "session_id": r.session_id}
-            payload[RECORD] = r.model_dump_json()
-            yield {"id": point_id(r.id), "vector": vector, "payload": payload}
 
     def _write(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None) -> None:
         points = [self._e.Point(**p) for p in self._points(records, vectors)]
@@ -138,7 +113,7 @@ class QdrantEdgeBackend(QdrantEngine):
         return self._e.HasIdCondition(set(point_ids))
 
     def _ask(self, **request: Any) -> list[Any]:
-        return _decoded(self._shard.query(self._e.QueryRequest(with_payload=True, **request)))
+        return list(self._shard.query(self._e.QueryRequest(with_payload=True, **request)))
 
     def _query(self, scope: Scope, vector: Any, using: str, k: int) -> list[Any]:
         return self._ask(limit=k, query=self._e.Query.Nearest(vector, using=using), filter=self._filter(scope))
@@ -153,24 +128,10 @@ class QdrantEdgeBackend(QdrantEngine):
         points, cursor = self._shard.scroll(
             self._e.ScrollRequest(offset=cursor, limit=size, filter=flt, with_payload=True)
         )
-        return _decoded(points), cursor
+        return list(points), cursor
 
     def _count_where(self, flt: Any) -> int:
         return int(self._shard.count(self._e.CountRequest(exact=True, filter=flt)))
 
     def _delete_where(self, flt: Any) -> None:
         self._shard.update(self._e.UpdateOperation.delete_points_by_filter(flt))
-
-    # -- ledger and meta: the side ledger inside the store's directory ----------------------
-
-    def _ledger_saved(self, scope: Scope, session_id: str) -> set[str]:
-        return self._side.saved(scope, session_id)
-
-    def _ledger_mark(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
-        self._side.mark(scope, session_id, event_ids)
-
-    def _meta_get(self, key: str) -> str | None:
-        return self._side.meta_get(key)
-
-    def _meta_set(self, key: str, value: str) -> None:
-        self._side.meta_set(key, value)

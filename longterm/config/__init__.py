@@ -2,7 +2,9 @@
 
 The seam: ``home()`` is the directory longterm writes to by default, and
 ``parse_backend_config(Model, config, backend)`` validates a backend's ``backend_config``
-dict into its pydantic model, with errors that name the offending key.
+dict into its pydantic model, with errors that name the offending key. Each backend's
+model (its keys, defaults and environment variables) is in ``config.backends``, apart from
+the engine, so an engine module holds its primitives only.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 
 M = TypeVar("M", bound=BaseModel)
 
