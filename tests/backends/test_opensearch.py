@@ -19,7 +19,8 @@ import pytest
 from opensearchpy import OpenSearch
 
 from longterm import BackendError, BackendUnavailableError, ConfigurationError, LongTermMemory
-from longterm.backends.opensearch import OpenSearchBackend, OpenSearchConfig, index_name, resolve_hosts
+from longterm.backends.opensearch import OpenSearchBackend, index_name
+from longterm.config.backends import OpenSearchConfig, resolve_hosts
 from longterm.retrieval.embedders import HashingEmbedder
 from tests.conftest import make_session
 from tests.services.redis_server import free_port

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from longterm import BackendUnavailableError, ConfigurationError, LongTermMemory
-from longterm.backends.redis import RedisBackend, RedisConfig, resolve_url
+from longterm.backends.redis import RedisBackend
+from longterm.config.backends import RedisConfig, resolve_url
 from longterm.retrieval.embedders import HashingEmbedder
 from tests.conftest import make_session
 from tests.services.redis_server import RedisServer, free_port
