@@ -4,28 +4,21 @@ The seam: ``Mem0Backend`` implements the engine primitives (``core.engine``) ove
 so a team keeps mem0's extraction (``infer=True``: an LLM turns conversations into facts)
 while using our policies, ledger and API. ``infer=False`` stores each kept event verbatim.
 
-How our model maps onto mem0's:
-- Search is mem0's own (vectors plus its keyword and entity boosts), its one arm: the
-  ``_fulltext`` primitive, as it takes the query text; hits name the arm ``mem0``. mem0
-  embeds with the longterm embedder we plug in, so the core's ``embedder`` stays None.
-- Scope: mem0's ``user_id`` is ``"lt-" + scope_key(app, user)`` (mem0 has no apps, and
-  ``"*"`` is a wildcard in its filters). The record rides along in the metadata with its
-  ``record_id``, looked up before a write: a replay adds nothing.
-- Ledger and meta live beside the store (``SideLedger``): ``<path>/ledger.db``; on the
-  platform ``<LONGTERM_HOME>/ledger.db`` keyed by host, index and a digest of the API key.
-- Offline by default: Qdrant local mode in ``<path>/qdrant``, history in ``<path>/history.db``,
-  ``MEM0_DIR`` there and telemetry off unless set. mem0 is synchronous: one worker thread.
-
-Platform mode (``api_key``/``LONGTERM_MEM0_API_KEY``, VeADK's ``DATABASE_MEM0_API_KEY``)
-uses mem0's ``MemoryClient`` the same way; it is tested at the HTTP boundary only.
+How our model maps onto mem0's (at length in docs/backends.md, "mem0"): mem0's own search
+(dense, with its boosts) is the one arm, the ``_fulltext`` primitive, named ``mem0`` in hits;
+mem0 embeds with our embedder (``Mem0Embedding``), so the core's ``embedder`` stays None.
+mem0's ``user_id`` is ``"lt-" + scope_key(app, user)``; the record rides in the metadata with
+its ``record_id``, looked up before a write, so a replay adds nothing. Ledger and meta are a
+``SideLedger`` beside the store. Offline by default (Qdrant local mode under ``path``).
+Platform mode (``api_key``) uses ``MemoryClient`` alike, tested at the HTTP boundary only.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -37,9 +30,10 @@ from ..core.engine import EMBEDDER_KEY, Engine, Query
 from ..core.errors import Rule
 from ..core.ledger import SideLedger
 from ..core.scope import scope_key
-from ..errors import BackendUnavailableError, ConfigurationError, InvalidInputError, require
+from ..errors import BackendUnavailableError, ConfigurationError, require
 from ..records import MemoryRecord, Scope
-from ..retrieval.embedders import Embedder, Kind, resolve_embedder
+from ..retrieval.embedders import resolve_embedder
+from ..retrieval.embedders.adapters import Mem0Embedding
 
 #: Largest number of memories of one user that count, scan and delete see at once.
 MAX_PER_USER = 100_000
@@ -88,34 +82,6 @@ def _mine(reply: Any, scope: Scope) -> list[tuple[dict[str, Any], MemoryRecord]]
     return [(i, r) for i, r in pairs if r and (r.app_name, r.user_id) == (scope.app_name, scope.user_id)]
 
 
-class _EmbedderAdapter:
-    """A longterm Embedder as mem0's embedding model (``embed(text, memory_action)``). It is
-    called on the engine's thread and embeds right there: embedders are blocking."""
-
-    def __init__(self, embedder: Embedder) -> None:
-        self.embedder = embedder
-        self.config = type("Cfg", (), {"embedding_dims": embedder.dim})()
-        self._ready: dict[str, list[float]] = {}
-
-    @contextmanager
-    def ahead(self, texts: list[str]) -> Iterator[None]:
-        """Embed ``texts`` in one batch now (several times faster); mem0 asks for them one by one."""
-        self._ready = dict(zip(texts, self.embed_batch(texts), strict=True)) if texts else {}
-        try:
-            yield
-        finally:
-            self._ready = {}
-
-    def embed(self, text: str, memory_action: str | None = None) -> list[float]:
-        if memory_action != "search" and text in self._ready:
-            return self._ready[text]
-        return self.embed_batch([text], memory_action)[0]
-
-    def embed_batch(self, texts: list[str], memory_action: str | None = None) -> list[list[float]]:
-        kind: Kind = "query" if memory_action == "search" else "passage"
-        return self.embedder.embed(list(texts), kind=kind).tolist()
-
-
 class Mem0Backend(Engine):
     """``Mem0Backend(home=..., **Mem0Config fields)``; ``home`` holds the platform mode's ledger
     and is the default parent of ``path`` (default: ``LONGTERM_HOME``)."""
@@ -138,10 +104,10 @@ class Mem0Backend(Engine):
             store_id, where, ledger = f"mem0:{self.path.resolve()}#{cfg.index}", str(self.path), self.path
             if "vector_store" in cfg.config:  # another store than the one under path
                 store_id += "@" + scope_key(json.dumps(cfg.config["vector_store"], sort_keys=True, default=str))
-        super().__init__(where=where, store_id=store_id, timeout=cfg.timeout)
+        super().__init__(where=where, store_id=store_id, timeout=cfg.timeout, max_record_bytes=cfg.max_record_bytes)
         self.side_ledger = SideLedger(ledger / "ledger.db", store_id)
         self._mem: Any = None
-        self._adapter: _EmbedderAdapter | None = None
+        self._adapter: Mem0Embedding | None = None
 
     @classmethod
     def from_config(cls, config: dict[str, Any], *, root: Path) -> Mem0Backend:
@@ -178,7 +144,7 @@ class Mem0Backend(Engine):
             )
         collection = "lt_" + scope_key(self.cfg.index)[:16]
         memory = mem0.Memory.from_config(self.cfg.oss_config(self.path, collection, embedder.dim))
-        memory.embedding_model = self._adapter = _EmbedderAdapter(embedder)
+        memory.embedding_model = self._adapter = Mem0Embedding(embedder)
         self._mem = memory
         if not have:
             self._side().meta_set(EMBEDDER_KEY, embedder.id)
@@ -199,14 +165,6 @@ class Mem0Backend(Engine):
         return _mine(reply, scope)
 
     def _write(self, records: Sequence[MemoryRecord], vectors: Any) -> None:
-        for r in records:
-            size = len(r.text.encode("utf-8"))
-            if size > self.cfg.max_record_bytes:
-                raise InvalidInputError(
-                    f"event {r.event_id!r} of session {r.session_id!r} is {size} bytes of text, over the mem0 "
-                    f"backend's limit of {self.cfg.max_record_bytes} (one embedding cannot represent more); raise "
-                    "backend_config['max_record_bytes'] or exclude such events with the auto-save policy."
-                )
         by_scope: dict[Scope, dict[str, MemoryRecord]] = {}
         for r in records:
             by_scope.setdefault(Scope(app_name=r.app_name, user_id=r.user_id), {})[r.id] = r

@@ -5,15 +5,10 @@ sync ``opensearch-py`` client (thread-safe; one connection pool for the core's `
 threads). Each try of a request has a third of the core's ``timeout``, and a request that
 fails on one of ``hosts`` goes to another: a lost node costs a retry, not the caller's save.
 
-Why it is shaped so (mappings and the ledger's layout: docs/backends.md):
-- Users share the index: ``app_name``/``user_id`` are ``keyword`` fields in the ``filter`` of
-  every query, so any id works and none is ever query syntax.
-- ``terms`` is our CJK-segmented text under a Porter analyzer; queries ``match`` ``query_terms``.
-- The ledger is the index ``<name>.ledger`` (a data index name holds no dot), read with
-  ``search_after``; the embedder identity is the data index's mapping ``_meta``.
-- Bulk requests are bounded (5 MB, 1,000 documents) with ``refresh=wait_for``: a save that
-  returned is searchable; a failed item fails the save, named. Reads refuse partial results;
-  an erase goes again until nothing it erases is left, or says it could not finish.
+Why so, in short (mappings, the ledger index and the longer story: docs/backends.md): the scope
+is ``keyword`` filters, never query syntax; bulk requests are bounded and ``refresh=wait_for``,
+so a save that returned is searchable and a failed item fails it, named; reads refuse partial
+results; an erase goes again until nothing it erases is left, or says it could not finish.
 """
 
 from __future__ import annotations
@@ -71,11 +66,6 @@ def index_name(prefix: str, index: str) -> str:
     return safe_name(f"{prefix}{index}", "a-z0-9_-", limit=MAX_NAME, lower=True)
 
 
-def _busy(exc: BaseException) -> bool:
-    text = str(exc)
-    return getattr(exc, "status_code", None) in (429, 503) or any(s in text for s in BUSY)
-
-
 class OpenSearchBackend(Engine):
     name: ClassVar[str] = "opensearch"
     unreachable: ClassVar[str] = "Start it, or set LONGTERM_OPENSEARCH_URL / backend_config['url']."
@@ -99,6 +89,7 @@ class OpenSearchBackend(Engine):
 
     def _rules(self) -> Sequence[Rule]:
         ex = self._os.exceptions
+        busy = lambda e: getattr(e, "status_code", None) in (429, 503) or any(s in str(e) for s in BUSY)  # noqa: E731
         return (
             Rule(ex.SSLError, ConfigurationError, TLS_HINT),
             Rule("cluster_block_exception", BackendUnavailableError, BLOCKED_HINT),
@@ -106,7 +97,7 @@ class OpenSearchBackend(Engine):
             Rule("index_not_found_exception", BackendUnavailableError, "The index is gone.", reopen=True),
             Rule(lambda e: "knn_vector" in str(e) and "mapper" in str(e).lower(), BackendUnavailableError, KNN_HINT),
             Rule(lambda e: getattr(e, "status_code", None) == 413, InvalidInputError, TOO_LARGE_HINT),
-            Rule(_busy, BackendUnavailableError, "The cluster is overloaded or recovering (a node lost?); retry soon."),
+            Rule(busy, BackendUnavailableError, "The cluster is overloaded or recovering (a node lost?); retry soon."),
         )
 
     # -- schema and meta ---------------------------------------------------------------------
@@ -215,9 +206,7 @@ class OpenSearchBackend(Engine):
 
     def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:
         match = {"match": {"terms": {"query": " ".join(query.terms), "operator": "or"}}}
-        q = self._scope(scope)
-        q["bool"]["must"] = [match]
-        return self._scored({"size": k, "query": q})
+        return self._scored({"size": k, "query": {"bool": {**self._scope(scope)["bool"], "must": [match]}}})
 
     def _nearest(self, scope: Scope, vector: np.ndarray, k: int) -> list[tuple[MemoryRecord, float]]:
         knn = {"vector": vector.astype(np.float32).tolist(), "k": k, "filter": self._scope(scope)}

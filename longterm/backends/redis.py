@@ -1,32 +1,24 @@
 """The Redis engine: memories as hashes, found with RediSearch (full text, and vectors).
 
-The seam: ``RedisBackend`` implements the engine primitives (``core.engine``) over Redis Stack (or any
-Redis with the RediSearch module) with the blocking ``redis.Redis`` client: one connection pool per
-memory, used from the core's ``max_connections`` worker threads within ``socket_timeout``. Its key
-layout is in docs/backends.md.
+The seam: ``RedisBackend`` implements the engine primitives (``core.engine``) over Redis Stack
+(or any Redis with RediSearch) with the blocking ``redis.Redis`` client: one connection pool
+per memory, used from the core's ``max_connections`` worker threads within ``socket_timeout``.
 
-Why so:
-- The scope is a ``scope_key`` TAG and query terms are escaped: no id or user text is query syntax.
-- Full text ranks as local's: our terms (``index_terms``: stems, CJK bigrams) in a NOSTEM field, BM25STD,
-  each query term ANDed with the scope. RediSearch 2.10 scores a union under an intersection by some of
-  its matching terms only (the scope filter cost a fifth of LoCoMo hit@5); its BM25 has no length norm.
-  ``_open`` re-indexes the records of a 0.1 index (``ns idx``, stemmed by RediSearch) and drops it.
-- A save is one Lua call per ``SCRIPT_BATCH`` records, ledger marks included (the ledger lives in the same
-  Redis, under the same namespace): it lands whole or not at all. The script refuses to write once
-  ``ns meta`` is gone (a server restarted empty), so the core makes the index again first.
-- An erase is one Lua call per batch: no lost reply can leave erased memories searchable.
-- Raw ``FT.*`` commands over RESP2 read the same on redis-py 5 to 8.
+Why so, in short (key layout and the longer story: docs/backends.md, "redis"): the scope is a
+TAG bound as a query parameter and terms are escaped, so no id or user text is query syntax;
+full text ranks as local's (our terms, NOSTEM, BM25STD); a save is one Lua call per
+``SCRIPT_BATCH`` records with its ledger marks, and an erase one per batch: each lands whole.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
+from .. import upgrades
 from ..config import parse_backend_config, redact_url
 from ..config.backends import RedisConfig, resolve_url
 from ..core.engine import Engine, Query
@@ -87,8 +79,6 @@ for _, key in ipairs(page[2]) do
 end
 return {page[1], n}
 """
-#: KEYS: record keys; ARGV: their terms. Sets them on the records that still exist.
-_RETERM = "for i,k in ipairs(KEYS) do if redis.call('EXISTS',k)==1 then redis.call('HSET',k,'terms',ARGV[i]) end end"
 
 
 _QUERY_ESCAPE = re.compile(r"([^\w]|_)", re.UNICODE)
@@ -116,11 +106,8 @@ class RedisBackend(Engine):
     def __init__(self, url: str | None = None, **options: Any) -> None:
         redis = require("redis", package="redis", extra="redis", purpose="The redis backend")
         cfg = parse_backend_config(RedisConfig, {**options, "url": url}, self.name)
-        self.url, self.index, self.ns = (
-            resolve_url(cfg),
-            cfg.index,
-            f"{cfg.prefix}{safe_name(cfg.index, r'A-Za-z0-9_.-')}:",
-        )
+        self.url, self.index = resolve_url(cfg), cfg.index
+        self.ns = f"{cfg.prefix}{safe_name(cfg.index, r'A-Za-z0-9_.-')}:"
         self.index_name = f"{self.ns}search"
         where, t, n = redact_url(self.url), cfg.socket_timeout, cfg.max_connections
         super().__init__(where=where, store_id=f"redis:{where}#{self.ns}", workers=n, timeout=t, **cfg.hybrid_kwargs())
@@ -129,7 +116,7 @@ class RedisBackend(Engine):
         timeouts = {"timeout": t + 1, "socket_timeout": t + 1, "socket_connect_timeout": t + 1}
         pool = redis.BlockingConnectionPool.from_url(self.url, max_connections=n, protocol=2, **timeouts)
         self._r = redis.Redis(connection_pool=pool)
-        self._save, self._erase, self._reterm = (self._r.register_script(s) for s in (_SAVE, _ERASE, _RETERM))
+        self._save, self._erase = (self._r.register_script(s) for s in (_SAVE, _ERASE))
 
     def _rules(self) -> Sequence[Rule]:
         x = require("redis.exceptions", package="redis", extra="redis", purpose="The redis backend")
@@ -156,21 +143,7 @@ class RedisBackend(Engine):
         except Exception as exc:
             if "already exists" not in str(exc).lower():
                 raise
-        if (old := f"{self.ns}idx".encode()) in self._r.execute_command("FT._LIST"):
-            self._migrate(old)
-
-    def _migrate(self, old: bytes) -> None:
-        """Index every record by our terms, then drop ``old``: the index of 0.1, where RediSearch stemmed the text."""
-        keys = list(self._r.scan_iter(match=re.sub(r"([\\*?[\]])", r"\\\1", self.ns) + "m:*", count=1000))
-        for i in range(0, len(keys), ERASE_BATCH):
-            batch = keys[i : i + ERASE_BATCH]
-            with self._r.pipeline(transaction=False) as pipe:
-                for key in batch:
-                    pipe.hget(key, "doc")
-                docs = pipe.execute()
-            found = [(key, json.loads(doc)["text"]) for key, doc in zip(batch, docs, strict=True) if doc is not None]
-            self._reterm(keys=[key for key, _ in found], args=[" ".join(index_terms(text)) for _, text in found])
-        self._r.execute_command("FT.DROPINDEX", old)
+        upgrades.redis_v1(self._r, self.ns)
 
     def _meta_get(self, key: str) -> str | None:
         return None if (value := self._r.hget(self.ns + "meta", key)) is None else value.decode()
@@ -256,9 +229,6 @@ class RedisBackend(Engine):
 
     def _ledger_saved(self, scope: Scope, session_id: str) -> set[str]:
         return {m.decode() for m in self._r.smembers(self._ledger_key(scope, session_id))}
-
-    def _ledger_mark(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
-        self._commit((), None, scope, session_id, event_ids)
 
     def _close(self) -> None:
         self._r.connection_pool.disconnect()

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import logging
 import sys
 import threading
@@ -48,7 +49,7 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from ..errors import BackendError, BackendUnavailableError, ConfigurationError, LongTermMemoryError
+from ..errors import BackendError, BackendUnavailableError, ConfigurationError, InvalidInputError, LongTermMemoryError
 from ..records import Hit, MemoryRecord, Scope
 from ..retrieval.embedders import Embedder, Kind
 from ..retrieval.hybrid import Hybrid
@@ -102,6 +103,7 @@ class Engine:
         workers: int = 1,
         timeout: float | None = None,
         embed_later: bool = False,
+        max_record_bytes: int | None = None,
         **hybrid: Any,
     ) -> None:
         self.where = where
@@ -109,6 +111,8 @@ class Engine:
         self.store_id = store_id
         """The store's identity (engine, location, index): what a ledger belongs to."""
         self.timeout = timeout
+        self.max_record_bytes = max_record_bytes
+        """Largest record (text plus content, UTF-8 bytes) a save accepts; a larger one fails the save."""
         self.hybrid = Hybrid(**hybrid)
         self.embedder: Embedder | None = self.hybrid.embedder
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix=f"longterm-{self.name}")
@@ -174,6 +178,9 @@ class Engine:
         return self._side().saved(scope, session_id)
 
     def _ledger_mark(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
+        """Mark ``event_ids`` handled (default: a ``_commit`` of no records, where an engine has one)."""
+        if self.side_ledger is None and type(self)._commit is not Engine._commit:
+            return self._commit((), None, scope, session_id, event_ids)
         self._side().mark(scope, session_id, event_ids)
 
     def _commit(
@@ -367,7 +374,24 @@ class Engine:
         if not self._prepared:
             await self._run("opening the store", lambda: None)
 
+    def _check_sizes(self, records: Sequence[MemoryRecord]) -> None:
+        """Refuse the save before anything is embedded or written when a record is over the limit."""
+        limit = self.max_record_bytes
+        if limit is None:
+            return
+        for r in records:
+            if 4 * len(r.text) <= limit and r.text_only_content():
+                continue  # no UTF-8 character is over 4 bytes
+            size = len(r.text.encode()) + (0 if r.text_only_content() else len(json.dumps(r.content).encode()))
+            if size > limit:
+                raise InvalidInputError(
+                    f"event {r.event_id!r} of session {r.session_id!r} is {size} bytes, over the {self.name} "
+                    f"backend's limit of {limit}; raise backend_config['max_record_bytes'] or exclude such events "
+                    "with the auto-save policy."
+                )
+
     async def _passages(self, records: Sequence[MemoryRecord]) -> np.ndarray | None:
+        self._check_sizes(records)
         if self.embedder is None or self.embed_later or not records:
             return None
         await self._ready()

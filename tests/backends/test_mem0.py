@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 
 from longterm import ConfigurationError, InvalidInputError, LongTermMemory
-from longterm.backends.mem0 import _EmbedderAdapter, scope_user
+from longterm.backends.mem0 import scope_user
 from longterm.records import Scope
 from longterm.retrieval.embedders import HashingEmbedder
+from longterm.retrieval.embedders.adapters import Mem0Embedding
 from tests.conftest import make_session
 
 
@@ -142,7 +143,7 @@ async def test_the_adapter_embeds_inside_a_running_loop_without_a_new_loop(monke
     monkeypatch.setattr(asyncio, "run", no_loops)
     monkeypatch.setattr(asyncio, "new_event_loop", no_loops)
     embedder = HashingEmbedder(64)
-    adapter = _EmbedderAdapter(embedder)
+    adapter = Mem0Embedding(embedder)
     assert asyncio.get_running_loop().is_running()
     vec = adapter.embed("where do I sail", "search")
     assert np.allclose(vec, embedder.embed(["where do I sail"], kind="query")[0])

@@ -1,4 +1,4 @@
-"""The local engine's SQL, as named constants: the schema, every statement and the migration.
+"""The local engine's SQL, as named constants: the schema and every statement.
 
 The seam: ``store.py`` runs these and nothing else. A scope (index, app, user) is a row of
 ``scopes``; records, the ledger and the full-text scope token carry its integer id, and
@@ -13,6 +13,17 @@ per record (measured: 5 against 15-19 us a record at 100k). The id is kept as 16
 """
 
 from __future__ import annotations
+
+
+def stored_id(rid: str) -> bytes | str:
+    """What the ``id`` column holds: a derived id's 16 bytes (``record_id``), any other id as it is."""
+    if len(rid) == 32 and rid == rid.lower():
+        try:
+            return bytes.fromhex(rid)
+        except ValueError:
+            pass
+    return rid
+
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS scopes (
@@ -114,25 +125,3 @@ UNION ALL SELECT event_id FROM records WHERE scope = ?1 AND session_id = ?2
 INSERT_SAVED = "INSERT OR IGNORE INTO ledger VALUES (?, ?, ?)"
 GET_META = "SELECT value FROM store_meta WHERE key = ?"
 SET_META = "INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
-
-#: A store written before scopes had ids (schema 1): its tables, moved over on open.
-OLD_TABLES = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memories'"
-MIGRATE = f"""
-INSERT OR IGNORE INTO scopes (index_name, app_name, user_id)
-    SELECT DISTINCT index_name, app_name, user_id FROM memories
-    UNION SELECT DISTINCT index_name, app_name, user_id FROM saved_events;
-UPDATE scopes SET version = coalesce((SELECT v.version FROM scope_versions AS v WHERE v.index_name = scopes.index_name
-    AND v.app_name = scopes.app_name AND v.user_id = scopes.user_id), 0);
-INSERT INTO records (rowid, scope, {COLUMNS}, terms)
-    SELECT m.rowid, s.scope, longterm_id(m.id), m.session_id,
-           m.event_id, m.author, m.role, m.event_types, m.text, m.content, m.timestamp, m.metadata, m.terms
-    FROM memories AS m JOIN scopes AS s USING (index_name, app_name, user_id);
-INSERT INTO ledger SELECT s.scope, e.session_id, e.event_id
-    FROM saved_events AS e JOIN scopes AS s USING (index_name, app_name, user_id);
-INSERT INTO embeddings SELECT rowid, embedding FROM vectors;
-DROP TABLE memories_fts;
-DROP TABLE vectors;
-DROP TABLE memories;
-DROP TABLE scope_versions;
-DROP TABLE saved_events;
-"""

@@ -1,31 +1,14 @@
-"""The embedded default backend: one SQLite file, FTS5 BM25, no service, no API key.
+"""The embedded default engine: one SQLite file, FTS5 BM25, no service, no API key.
 
-The seam: ``LocalBackend(path)`` implements the engine primitives (``core.engine``) over a
-single SQLite file that also holds the ledger (per index, written in the same
-transaction as the records), so one file is the whole memory and a save lands whole.
+The seam: ``LocalBackend(path)`` implements the engine primitives (``core.engine``) over one
+SQLite file that holds the records, their vectors (``vectors.py``) and the ledger, written
+in the same transaction as the records: one file is the whole memory, and a save lands whole.
 
-Why it is shaped so:
-- Schema as named constants (``schema.py``: why records are keyed by scope, session and
-  event); the scope's id is in every statement's WHERE clause, and also an FTS5 column
-  (a token per scope), so a search intersects the query's posting
-  lists with the user's own instead of ranking every user's matches first. (Hybrid search
-  drops the token when one user holds over a quarter of the file: intersecting with such
-  a long list costs more than it saves; the WHERE clause still keeps the scope.)
-- With an embedder, vectors live in the same file (``vectors.py``) and the two arms are
-  fused on row ids before any record is parsed (a native ``_search``). With
-  ``embed_later``, this connection's triggers list each record it writes in
-  ``unembedded`` (same transaction), and the core's background embedder drains the list.
-- Text goes through ``retrieval.text.segment`` (CJK bigrams) and FTS5's own C tokenizer
-  (``porter unicode61``: stemming, case and accent folding), several times faster than
-  stemming in Python. ``terms`` is stored only where segmenting changed the text. The
-  FTS5 query is built only from ``query_terms`` (letters and digits), each quoted, so no
-  user text is ever FTS5 syntax.
-- A record whose content is just its text is stored once (``content`` NULL), which
-  halves the file for the default policy.
-- Upserts skip rows that did not change, so replays cost a lookup, not a rewrite of the
-  full-text index.
-- WAL plus ``BEGIN IMMEDIATE`` and a 30 s busy timeout make several processes safe
-  (``_sqlite.connect`` retries the first open, which SQLite's busy handler does not cover).
+Why so, in short (at length in docs/backends.md, "local"): the scope's id is in every
+statement's WHERE clause and a token in the FTS5 index, so a search intersects the query's
+posting lists with the user's own; FTS5 queries are built only from quoted ``query_terms``,
+never user syntax; hybrid search fuses on row ids before a record is parsed; WAL, ``BEGIN
+IMMEDIATE`` and a 30 s busy timeout make several processes safe.
 """
 
 from __future__ import annotations
@@ -39,12 +22,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ... import upgrades
 from ..._sqlite import SQLITE_RULES, connect, write_transaction
 from ...config import env, parse_backend_config
 from ...config.backends import LOCAL_MAX_RECORD_BYTES, LocalConfig
 from ...core.engine import Engine, Query
 from ...core.errors import Rule
-from ...errors import InvalidInputError
 from ...records import Hit, MemoryRecord, Scope
 from ...retrieval.text import segment
 from . import schema as sql
@@ -57,16 +40,6 @@ log = logging.getLogger("longterm.local")
 MAX_QUERY_TERMS = 32
 _COMPACT: dict[str, Any] = {"ensure_ascii": False, "separators": (",", ":")}
 _TYPES: dict[tuple[str, ...], str] = {}
-
-
-def stored_id(rid: str) -> bytes | str:
-    """What the ``id`` column holds: a derived id's 16 bytes (``record_id``), any other id as it is."""
-    if len(rid) == 32 and rid == rid.lower():
-        try:
-            return bytes.fromhex(rid)
-        except ValueError:
-            pass
-    return rid
 
 
 def _types(event_types: list[str]) -> str:
@@ -95,13 +68,9 @@ def _row_to_record(row: Sequence[Any], scope: Scope) -> MemoryRecord:
 
 
 def fts_query(terms: Sequence[str]) -> str:
-    """An FTS5 expression matching any of ``terms``, each quoted (never FTS5 syntax)."""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-
-
-def search_terms(terms: Sequence[str]) -> list[str]:
-    """The first ``MAX_QUERY_TERMS`` distinct ``terms``."""
-    return list(dict.fromkeys(terms))[:MAX_QUERY_TERMS]
+    """An FTS5 expression matching any of the first ``MAX_QUERY_TERMS`` distinct ``terms``, each
+    quoted (never FTS5 syntax)."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in list(dict.fromkeys(terms))[:MAX_QUERY_TERMS])
 
 
 class LocalBackend(Engine):
@@ -118,8 +87,8 @@ class LocalBackend(Engine):
     ):
         self.path = Path(path).expanduser()
         self.index = index
-        self.max_record_bytes = max_record_bytes
-        super().__init__(where=str(self.path), store_id=f"local:{self.path.resolve()}#{index}", **hybrid)
+        store_id = f"local:{self.path.resolve()}#{index}"
+        super().__init__(where=str(self.path), store_id=store_id, max_record_bytes=max_record_bytes, **hybrid)
         self._vectors = VectorStore(self.embedder.dim) if self.embedder else None
         self._conn: sqlite3.Connection | None = None
         self._scopes: dict[tuple[str, str], int] = {}
@@ -143,24 +112,13 @@ class LocalBackend(Engine):
         if self._conn is None:
             conn = connect(self.path, sql.SCHEMA + VECTOR_SCHEMA)
             try:
-                if conn.execute(sql.OLD_TABLES).fetchone():
-                    self._migrate(conn)
+                upgrades.local_v1(conn, self.path)
                 if self.embed_later:
                     conn.executescript(EMBED_LATER)
             except BaseException:
                 conn.close()
                 raise
             self._conn = conn
-
-    def _migrate(self, conn: sqlite3.Connection) -> None:
-        """Move a store of schema 1 (scopes spelled out in every row, hex ids) to this one."""
-        log.warning("local %s: moving the store to the compact schema (once; it may take a while)", self.path)
-        conn.create_function("longterm_id", 1, stored_id, deterministic=True)
-        with write_transaction(conn):
-            if conn.execute(sql.OLD_TABLES).fetchone():  # another process may have moved it
-                for statement in sql.MIGRATE.split(";\n"):
-                    if statement.strip():
-                        conn.execute(statement)
 
     def _close(self) -> None:
         if self._conn is not None:
@@ -194,18 +152,11 @@ class LocalBackend(Engine):
     def _row(self, scope: int, r: MemoryRecord) -> tuple[Any, ...]:
         text = r.text
         content = None if r.text_only_content() else json.dumps(r.content, **_COMPACT)
-        size = len(text.encode("utf-8")) + len((content or "").encode("utf-8"))
-        if size > self.max_record_bytes:
-            raise InvalidInputError(
-                f"event {r.event_id!r} of session {r.session_id!r} is {size} bytes, over the local "
-                f"backend's limit of {self.max_record_bytes}; raise backend_config['max_record_bytes'] "
-                "or exclude such events with the auto-save policy."
-            )
         metadata = json.dumps(r.metadata, **_COMPACT) if r.metadata else "{}"
         types = _types(r.event_types)
         terms = segment(text)
-        row = (scope, stored_id(r.id), r.session_id, r.event_id, r.author, r.role, types, text, content, r.timestamp)
-        return (*row, metadata, None if terms == text else terms)
+        row = (scope, sql.stored_id(r.id), r.session_id, r.event_id, r.author, r.role, types, text, content)
+        return (*row, r.timestamp, metadata, None if terms == text else terms)
 
     def _scope_ids(self, records: Sequence[MemoryRecord]) -> dict[tuple[str, str], int]:
         """Outside the write transaction: a scope made there would vanish with a rollback."""
@@ -250,9 +201,6 @@ class LocalBackend(Engine):
         rows = self.conn.execute(sql.SELECT_SAVED, (scope_id, session_id)) if scope_id is not None else ()
         return {r[0] for r in rows}
 
-    def _ledger_mark(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
-        self._commit([], None, scope, session_id, event_ids)
-
     def _unembedded(self, limit: int) -> list[tuple[Any, str]]:
         return [((rowid, text), text) for rowid, text in self.conn.execute(UNEMBEDDED, (self.index, limit))]
 
@@ -262,7 +210,7 @@ class LocalBackend(Engine):
             self._vectors.write_late(conn, list(keys), vectors)
 
     def _match(self, scope_id: int, terms: Sequence[str], *, token: bool = True) -> str:
-        text = f"terms : ({fts_query(search_terms(terms))})"
+        text = f"terms : ({fts_query(terms)})"
         return f'scope : "s{scope_id}" AND {text}' if token else text
 
     def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:
@@ -307,7 +255,7 @@ class LocalBackend(Engine):
         with write_transaction(self.conn) as conn:
             conn.execute(sql.BUMP_VERSION, (scope_id,))
             if ids is not None:  # each a scan of the scope: ids are not indexed (see schema)
-                return sum(conn.execute(sql.DELETE_ONE, (scope_id, stored_id(i))).rowcount for i in set(ids))
+                return sum(conn.execute(sql.DELETE_ONE, (scope_id, sql.stored_id(i))).rowcount for i in set(ids))
             if session_id is not None:
                 return int(conn.execute(sql.DELETE_SESSION, (scope_id, session_id)).rowcount)
             return int(conn.execute(sql.DELETE_ALL, (scope_id,)).rowcount)

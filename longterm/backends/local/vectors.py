@@ -2,18 +2,13 @@
 
 The seam: ``VectorStore`` writes embeddings next to their records (same transaction as
 the record, or later from the ``unembedded`` queue when the engine embeds in the
-background); ``matrix(conn, scope)`` gives one scope's vectors (a ``ScopeVectors``) and
-``ScopeVectors.top(...)`` the nearest of them.
+background); ``matrix(conn, scope)`` gives one scope's vectors, a cached
+``retrieval.vector_scan.ScopeVectors``, reloaded only when the scope's version (bumped in
+the writing transaction, by any process) has moved.
 
-Why brute force: one user's memories rarely exceed a few hundred thousand; a scan needs
-no index to maintain, sees every write at once and is exact. Each scope's matrix is
-cached in memory and reloaded only when that scope's version (bumped in the writing
-transaction, by any process) has moved, so a second process's writes are seen at the
-next search.
-
-Large scopes scan int8 codes first (``retrieval.vector_scan``). An ANN graph (HNSW) would
-be faster still, but costs seconds to build per scope, must follow every write and delete,
-and gives approximate answers; the int8 scan met the latency target without any of that.
+Why brute force, and not an ANN graph: one user's memories rarely exceed a few hundred
+thousand; a scan needs no index to maintain, sees every write at once, is exact, and with
+int8 codes met the latency target (HNSW costs seconds per scope to build and follow).
 """
 
 from __future__ import annotations

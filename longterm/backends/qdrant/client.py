@@ -1,19 +1,13 @@
 """The Qdrant engine on qdrant-client: a Qdrant server by URL, or the client's local mode.
 
 The seam: ``QdrantBackend`` spells ``common.QdrantEngine``'s hooks with the SYNC
-``qdrant_client.QdrantClient``, for a server (``url`` or ``host``+``port``, ``api_key``;
-8 threads, each call within ``timeout``) or in local mode on ``path`` (``engine="local"``;
-one thread, a file lock: a second process gets a clear ``BackendUnavailableError``).
-``from_config`` picks a server when one is configured, else an embedded store on ``path``
-(default ``<LONGTERM_HOME>/qdrant``): qdrant-edge (``edge.py``, the default) or local mode.
+``qdrant_client.QdrantClient``, for a server (8 threads, each call within ``timeout``) or in
+local mode on ``path`` (``engine="local"``; one thread). ``from_config`` picks a server when
+one is configured, else an embedded store on ``path``: qdrant-edge (``edge.py``) or local mode.
 
-Why the ledger is a collection: ``<collection>.ledger`` (a name no data collection can
-have) lives and dies with the store, on a server and in local mode alike, and no other
-store or index inherits it. It holds one payload-only point per handled event (id: a
-name-based UUID of app, user, session, event) and one per meta key (the embedder).
-
-**Not tested against a Qdrant server**: none can run where this is built. The server path
-is the same client calls as local mode; its errors are tested against a closed port only.
+Why the ledger is a collection, ``<collection>.ledger``: it lives and dies with the store, on
+a server and in local mode alike (docs/backends.md). **Not tested against a Qdrant server**:
+none runs where this is built; the server path is local mode's client calls.
 """
 
 from __future__ import annotations

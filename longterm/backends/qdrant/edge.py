@@ -1,22 +1,13 @@
 """The embedded Qdrant engine on qdrant-edge: Qdrant's engine in this process, on a directory.
 
 The seam: ``QdrantEdgeBackend`` spells ``common.QdrantEngine``'s hooks with
-``qdrant-edge-py`` (an ``EdgeShard`` in ``<path>/<index>/shard``), on one thread. It is the
-default embedded engine: in bench/qdrant_embedded.py a filtered full-text search over 10k
-records answers in under a millisecond, against hundreds for qdrant-client's local mode
-(brute force in Python), and saves are many times faster.
+``qdrant-edge-py`` (an ``EdgeShard`` in ``<path>/<index>/shard``), on one thread; the default
+embedded Qdrant, orders of magnitude faster than qdrant-client's local mode.
 
-Why the ledger and meta are a ``core.ledger.SideLedger`` file inside the store's directory
-(``ledger.db``) and not a second shard: a ledger is exact set lookups and small writes, one
-SQLite transaction each, where a shard would add segments and a WAL for data without
-vectors. It moves, and is erased, with the store. One process per directory: an exclusive
-``flock`` on ``.longterm.lock`` refuses a second process at once, never a race or a hang.
-
-Why a write does not ``flush``: an update is in the shard's write-ahead log when it
-returns, and a killed process loses none of it (``EdgeShard.load`` replays the log), the
-same promise as the Qdrant server's and the ledger's (SQLite, ``synchronous=NORMAL``).
-``flush`` folds the log into segments; per save it took about 60% of a save's time
-(bench/qdrant_embedded.py), so it runs at close.
+Why so, in short (at length in docs/backends.md, "qdrant"): the ledger and meta are a
+``SideLedger`` file in the store's directory (exact lookups, one SQLite transaction each); an
+exclusive ``flock`` refuses a second process at once; a write does not ``flush`` (the shard's
+write-ahead log survives kill -9; flushing cost 60% of a save), the flush runs at close.
 """
 
 from __future__ import annotations
