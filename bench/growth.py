@@ -16,14 +16,13 @@ import asyncio
 import sqlite3
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import USERS, pct
 from _data import queries, texts
-from ingest_search import RAW_SCHEMA, RAW_SEARCH, long_queries, raw_query
+from ingest_search import RAW_SCHEMA, long_both, save_both, search_both
 from rich.console import Console
 from rich.table import Table
 
@@ -73,34 +72,11 @@ async def grow(tmp: Path, top: int, qs: list[str], console: Console) -> Table:
     for step in [s for s in STEPS if s <= top]:
         took = {"raw": 0.0, "ours": 0.0}
         for s in sessions_between(done, step):
-            t = time.perf_counter()
-            raw.execute("BEGIN")
-            rows = [(s["user_id"], e["content"]["parts"][0]["text"]) for e in s["events"]]
-            raw.executemany("INSERT INTO m (user_id, text) VALUES (?, ?)", rows)
-            raw.execute("COMMIT")
-            took["raw"] += time.perf_counter() - t
-            t = time.perf_counter()
-            await memory.add_session_to_memory(s)
-            took["ours"] += time.perf_counter() - t
+            await save_both(raw, memory, s, took)
         rate = {who: (step - done) / took[who] for who in took}
         done = step
-        lat: dict[str, list[float]] = {"raw": [], "ours": []}
-        for i, q in enumerate(qs):
-            user = f"user-{i % USERS}"
-            t = time.perf_counter()
-            raw.execute(RAW_SEARCH, (raw_query(q), user)).fetchall()
-            lat["raw"].append(time.perf_counter() - t)
-            t = time.perf_counter()
-            await memory.search_memory(app_name="bench", user_id=user, query=q)
-            lat["ours"].append(time.perf_counter() - t)
-        long = {}
-        for label, q in long_queries().items():
-            t = time.perf_counter()
-            raw.execute(RAW_SEARCH, (raw_query(q), "user-1")).fetchall()
-            t_raw = time.perf_counter() - t
-            t = time.perf_counter()
-            await memory.search_memory(app_name="bench", user_id="user-1", query=q)
-            long[label] = {"raw": t_raw * 1000, "ours": (time.perf_counter() - t) * 1000}
+        lat = await search_both(raw, memory, qs)
+        long = await long_both(raw, memory)
         size = {who: checkpointed(tmp / f"{who}.db") / step for who in ("raw", "ours")}
         for who, label in (("raw", "raw sqlite3+FTS5"), ("ours", "longterm local")):
             table.add_row(

@@ -59,24 +59,23 @@ def raw_query(q: str) -> str:
     return " OR ".join(f'"{t}"' for t in dict.fromkeys(query_terms(q, stem=False)))
 
 
-async def run(tmp: Path, n: int, qs: list[str]) -> dict:
-    data = list(sessions(n, USERS, per_session=50))
-    raw = sqlite3.connect(tmp / "raw.db", isolation_level=None)
-    raw.executescript(RAW_SCHEMA)
-    memory = LongTermMemory(backend_config={"path": str(tmp / "ours.db")})
-    t_raw = t_ours = 0.0
-    for s in data:
-        t = time.perf_counter()
-        raw.execute("BEGIN")
-        raw.executemany(
-            "INSERT INTO m (user_id, text) VALUES (?, ?)",
-            [(s["user_id"], e["content"]["parts"][0]["text"]) for e in s["events"]],
-        )
-        raw.execute("COMMIT")
-        t_raw += time.perf_counter() - t
-        t = time.perf_counter()
-        await memory.add_session_to_memory(s)
-        t_ours += time.perf_counter() - t
+async def save_both(raw: sqlite3.Connection, memory: LongTermMemory, s: dict, took: dict[str, float]) -> None:
+    """One session into raw (a transaction of inserts) and into ours, each timed into ``took``."""
+    t = time.perf_counter()
+    raw.execute("BEGIN")
+    raw.executemany(
+        "INSERT INTO m (user_id, text) VALUES (?, ?)",
+        [(s["user_id"], e["content"]["parts"][0]["text"]) for e in s["events"]],
+    )
+    raw.execute("COMMIT")
+    took["raw"] += time.perf_counter() - t
+    t = time.perf_counter()
+    await memory.add_session_to_memory(s)
+    took["ours"] += time.perf_counter() - t
+
+
+async def search_both(raw: sqlite3.Connection, memory: LongTermMemory, qs: list[str]) -> dict[str, list[float]]:
+    """Each query on raw then on ours (user ``i % USERS``): latencies in ms."""
     lat: dict[str, list[float]] = {"raw": [], "ours": []}
     for i, q in enumerate(qs):
         user = f"user-{i % USERS}"
@@ -86,6 +85,11 @@ async def run(tmp: Path, n: int, qs: list[str]) -> dict:
         t = time.perf_counter()
         await memory.search_memory(app_name="bench", user_id=user, query=q)
         lat["ours"].append(time.perf_counter() - t)
+    return lat
+
+
+async def long_both(raw: sqlite3.Connection, memory: LongTermMemory) -> dict[str, dict[str, float]]:
+    """``long_queries()`` on raw and on ours: ms each."""
     long: dict[str, dict[str, float]] = {}
     for label, q in long_queries().items():
         t = time.perf_counter()
@@ -94,10 +98,23 @@ async def run(tmp: Path, n: int, qs: list[str]) -> dict:
         t = time.perf_counter()
         await memory.search_memory(app_name="bench", user_id="user-1", query=q)
         long[label] = {"raw": t_r * 1000, "ours": (time.perf_counter() - t) * 1000}
+    return long
+
+
+async def run(tmp: Path, n: int, qs: list[str]) -> dict:
+    data = list(sessions(n, USERS, per_session=50))
+    raw = sqlite3.connect(tmp / "raw.db", isolation_level=None)
+    raw.executescript(RAW_SCHEMA)
+    memory = LongTermMemory(backend_config={"path": str(tmp / "ours.db")})
+    took = {"raw": 0.0, "ours": 0.0}
+    for s in data:
+        await save_both(raw, memory, s, took)
+    lat = await search_both(raw, memory, qs)
+    long = await long_both(raw, memory)
     raw.close()
     await memory.close()
     size = {who: sum(p.stat().st_size for p in tmp.glob(f"{who}.db*")) / n for who in ("raw", "ours")}  # closed
-    return {"rate": {"raw": n / t_raw, "ours": n / t_ours}, "lat": lat, "long": long, "bytes": size}
+    return {"rate": {who: n / took[who] for who in took}, "lat": lat, "long": long, "bytes": size}
 
 
 def breakdown(tmp: Path, n: int) -> dict[str, float]:

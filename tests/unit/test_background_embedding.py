@@ -16,14 +16,12 @@ import numpy as np
 
 from longterm import LongTermMemory
 from longterm.backends.local import LocalBackend
-from longterm.retrieval.embedders import normalize
 from longterm.testing import make_session
+from tests.unit.test_local_hybrid import SynonymEmbedder
 
-SYNONYMS = {"car": 0, "automobile": 0, "dog": 1, "puppy": 1}
 
-
-class Synonyms:
-    """Knows that car = automobile; counts the passages it embeds; can be held or broken."""
+class Synonyms(SynonymEmbedder):
+    """``SynonymEmbedder`` that counts the passages it embeds, and can be held or broken."""
 
     id = "synonyms-later"
     dim = 8
@@ -42,12 +40,7 @@ class Synonyms:
             self.release.wait(30)
             self.passages.update(texts)
             self.batches.append(len(texts))
-        out = np.full((len(texts), self.dim), 0.01, dtype=np.float32)
-        for i, t in enumerate(texts):
-            for word, axis in SYNONYMS.items():
-                if word in t.lower():
-                    out[i, axis] += 1.0
-        return normalize(out)
+        return super().embed(texts, kind=kind)
 
 
 def _memory(path: Path, embedder: Synonyms) -> LongTermMemory:
