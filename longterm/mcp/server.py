@@ -16,6 +16,7 @@ store connection); nothing on the HTTP side is bound to a user but the server it
 from __future__ import annotations
 
 import contextlib
+import socket
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
@@ -93,10 +94,21 @@ async def serve_http(
     import uvicorn
 
     app = http_app(memory, app_name=app_name, tokens=tokens, host=host)
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+    # Bound here, not by uvicorn: a busy port is an OSError the CLI reports in one line, and
+    # ``--port 0`` prints the port the system chose.
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except BaseException:
+        sock.close()
+        raise
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     print(f"longterm mcp: serving {len(tokens.users)} users on http://{host}:{port}{ENDPOINT}", file=sys.stderr)
     if host not in LOOPBACK:
         print(
             "longterm mcp: not a loopback address; put TLS in front (tokens travel in every request)", file=sys.stderr
         )
-    await server.serve()
+    await server.serve(sockets=[sock])

@@ -6,6 +6,9 @@ arguments and a client that disconnects mid-call leave the server serving."""
 from __future__ import annotations
 
 import json
+import re
+import socket
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -13,7 +16,7 @@ import anyio
 import httpx
 import pytest
 
-from tests.mcp.conftest import TOKEN_A, TOKEN_B, HttpServer, http, ok, refused, texts
+from tests.mcp.conftest import TOKEN_A, TOKEN_B, HttpServer, command, http, local, ok, refused, server_env, texts
 
 INIT = {
     "jsonrpc": "2.0",
@@ -126,3 +129,45 @@ async def test_hostile_arguments_and_a_client_gone_mid_call_leave_the_server_ser
         assert texts(await ok(client, "search_memory", {"query": "still serving"})) == [
             "Still serving after a client vanished"
         ]
+
+
+def _start(tmp_path, port: int) -> subprocess.Popen:
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tokens": [{"user": "alice", "token": TOKEN_A}]}))
+    args = ("--app", "app", "--transport", "http", "--port", str(port), "--tokens", str(tokens))
+    return subprocess.Popen(
+        command(*args, backend_args=local(tmp_path / "m.db")),
+        env=server_env(tmp_path / "home"),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_port_0_serves_on_the_port_it_prints(tmp_path) -> None:
+    proc = _start(tmp_path, 0)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", line)
+        assert match and match.group(1) != "0", line
+        with raw_session(match.group(0), TOKEN_A) as (client, headers):
+            listed = client.post(
+                match.group(0), json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, headers=headers
+            )
+            assert "search_memory" in listed.text
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_a_busy_port_is_one_error_line(tmp_path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        proc = _start(tmp_path, taken.getsockname()[1])
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert [line for line in err.splitlines() if line.startswith("error:")] == [err.strip().splitlines()[-1]], err
+    assert "Traceback" not in err and "in use" in err.lower(), err
