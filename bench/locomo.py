@@ -232,8 +232,14 @@ def main() -> None:
         for key in [*CATEGORIES, "all"]:
             s = scores[key]
             label = CATEGORIES.get(key, "all") if isinstance(key, int) else "all"
-            table.add_row(name if key == 1 else "", label, str(s["n"]), *(f"{s[m]:.3f}" for m in ("hit@1", "hit@5", "hit@10", "full@5", "MRR")),
-                          f"{per_q * 1000:.1f}" if key == "all" else "", style="bold" if key == "all" else None)  # fmt: skip
+            table.add_row(
+                name if key == 1 else "",
+                label,
+                str(s["n"]),
+                *(f"{s[m]:.3f}" for m in ("hit@1", "hit@5", "hit@10", "full@5", "MRR")),
+                f"{per_q * 1000:.1f}" if key == "all" else "",
+                style="bold" if key == "all" else None,
+            )
     console.print(table)
     for name, emb in CachedEmbedder._shared.items():
         console.print(

@@ -63,8 +63,25 @@ class Raw:
         self.lua = self.r.register_script(_LUA)
 
     async def create(self) -> None:
-        await self.r.execute_command("FT.CREATE", self.ns + "idx", "ON", "HASH", "PREFIX", "1", self.ns, "STOPWORDS", "0",
-                                     "SCHEMA", "terms", "TEXT", "scope", "TAG", "timestamp", "NUMERIC", "SORTABLE")  # fmt: skip
+        await self.r.execute_command(
+            "FT.CREATE",
+            self.ns + "idx",
+            "ON",
+            "HASH",
+            "PREFIX",
+            "1",
+            self.ns,
+            "STOPWORDS",
+            "0",
+            "SCHEMA",
+            "terms",
+            "TEXT",
+            "scope",
+            "TAG",
+            "timestamp",
+            "NUMERIC",
+            "SORTABLE",
+        )
 
     async def save(self, s: dict) -> None:
         if self.script:
@@ -87,8 +104,22 @@ class Raw:
 
     async def search(self, user: str, q: str) -> None:
         tag = user.replace("-", "\\-")
-        await self.r.execute_command("FT.SEARCH", self.ns + "idx", f"@scope:{{{tag}}} @terms:({'|'.join(q.split())})",
-                                     "WITHSCORES", "SCORER", "BM25", "RETURN", "1", "text", "LIMIT", "0", "5", "DIALECT", "2")  # fmt: skip
+        await self.r.execute_command(
+            "FT.SEARCH",
+            self.ns + "idx",
+            f"@scope:{{{tag}}} @terms:({'|'.join(q.split())})",
+            "WITHSCORES",
+            "SCORER",
+            "BM25",
+            "RETURN",
+            "1",
+            "text",
+            "LIMIT",
+            "0",
+            "5",
+            "DIALECT",
+            "2",
+        )
 
     async def close(self) -> None:
         await self.r.execute_command("FT.DROPINDEX", self.ns + "idx", "DD")
@@ -169,8 +200,15 @@ def main() -> None:
             res = asyncio.run(run(url, list(sessions(n, USERS)), qs))
             base = res["raw redis-py (baseline)"]
             for i, (name, r) in enumerate(res.items()):
-                table.add_row(f"{n:,}" if i == 0 else "", name, f"{r['events/s']:,.0f}", f"{r['events/s'] / base['events/s']:.2f}",
-                              f"{r['p50']:.2f}", f"{r['p95']:.2f}", f"{r['p50'] / base['p50']:.2f}")  # fmt: skip
+                table.add_row(
+                    f"{n:,}" if i == 0 else "",
+                    name,
+                    f"{r['events/s']:,.0f}",
+                    f"{r['events/s'] / base['events/s']:.2f}",
+                    f"{r['p50']:.2f}",
+                    f"{r['p95']:.2f}",
+                    f"{r['p50'] / base['p50']:.2f}",
+                )
     finally:
         if server:
             server.stop()

@@ -51,11 +51,17 @@ async def run(n: int, dim: int, nq: int, tmp: Path) -> dict:
     memory = LongTermMemory(backend_config={"path": str(tmp / f"v{n}.db")}, embedder=RandomEmbedder(dim))
     data = texts(n)
     sessions = [
-        {"id": f"s{i}", "app_name": "bench", "user_id": "one-user",
-         "events": [{"id": f"e{j}", "author": "user", "timestamp": j, "content": {"role": "user", "parts": [{"text": t}]}}
-                    for j, t in enumerate(data[i: i + 1000], start=i)]}
+        {
+            "id": f"s{i}",
+            "app_name": "bench",
+            "user_id": "one-user",
+            "events": [
+                {"id": f"e{j}", "author": "user", "timestamp": j, "content": {"role": "user", "parts": [{"text": t}]}}
+                for j, t in enumerate(data[i : i + 1000], start=i)
+            ],
+        }
         for i in range(0, n, 1000)
-    ]  # fmt: skip
+    ]
     await memory.add_sessions_to_memory(sessions)
     backend = memory.backend_instance
     scope = Scope(app_name="bench", user_id="one-user")

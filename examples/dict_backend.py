@@ -5,7 +5,7 @@ Copy this file and replace the dicts with your engine's client. ``DictBackend`` 
 them on the engine's own thread, applies the deadline (``timeout``), embeds, fuses, writes
 the records and then the ledger on a save (an engine with transactions overrides ``_commit``
 to do both in one), and turns errors into ``LongTermMemoryError``s with the ``Rule``s of
-``_rules()`` (guide: docs/backends.md). Full text is a small BM25 over the terms of ``longterm.retrieval.text``,
+``rules`` (guide: docs/backends.md). Full text is a small BM25 over the terms of ``longterm.retrieval.text``,
 which every engine shares (stemming, accent folding, CJK bigrams); there are no vectors.
 
 A store is a location (``backend_config["store"]``, else the ``LONGTERM_HOME`` directory)
@@ -78,6 +78,9 @@ def _doc(record: MemoryRecord) -> Doc:
 class DictBackend(Engine):
     name: ClassVar[str] = "dict"
     unreachable: ClassVar[str] = "It lives in this process; there is nothing to reach."
+    rules: ClassVar[Sequence[Rule]] = (
+        Rule(MemoryError, BackendError, "It holds every memory in RAM; use a real engine."),
+    )
 
     def __init__(self, store: str, *, index: str = "default_app", timeout: float | None = None) -> None:
         self.location, self.index = store, index
@@ -88,9 +91,6 @@ class DictBackend(Engine):
     def from_config(cls, config: dict[str, Any], *, root: Path) -> DictBackend:
         cfg = parse_backend_config(DictConfig, config, cls.name)
         return cls(cfg.store or str(root.resolve()), index=cfg.index, timeout=cfg.timeout)
-
-    def _rules(self) -> Sequence[Rule]:
-        return (Rule(MemoryError, BackendError, "The dict engine holds every memory in RAM; use a real engine."),)
 
     @property
     def store(self) -> Store:

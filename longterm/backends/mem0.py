@@ -89,6 +89,7 @@ class Mem0Backend(Engine):
     name: ClassVar[str] = "mem0"
     text_arm: ClassVar[str] = "mem0"  # its one arm is mem0's own (vector) search
     unreachable: ClassVar[str] = "Check the platform host, or the vector store in backend_config['config']."
+    rules: ClassVar[Sequence[Rule]] = RULES
 
     def __init__(self, *, home: str | Path | None = None, **options: Any) -> None:
         cfg = self.cfg = parse_backend_config(Mem0Config, options, self.name)
@@ -113,8 +114,8 @@ class Mem0Backend(Engine):
     def from_config(cls, config: dict[str, Any], *, root: Path) -> Mem0Backend:
         return cls(home=root, **dict(parse_backend_config(Mem0Config, config, cls.name).with_env()))
 
-    def _rules(self) -> Sequence[Rule]:
-        return RULES
+    def _record_bytes(self, r: MemoryRecord) -> int:
+        return len(r.text.encode())  # one embedding per memory: the text is what the limit bounds
 
     # -- building mem0 --------------------------------------------------------------------
 

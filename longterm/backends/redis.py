@@ -5,7 +5,7 @@ The seam: ``RedisBackend`` implements the engine primitives (``core.engine``) ov
 per memory, used from the core's ``max_connections`` worker threads within ``socket_timeout``.
 
 Why so, in short (key layout and the longer story: docs/backends.md, "redis"): the scope is a
-TAG bound as a query parameter and terms are escaped, so no id or user text is query syntax;
+TAG (a hex digest) and terms are escaped, so no id or user text is query syntax;
 full text ranks as local's (our terms, NOSTEM, BM25STD); a save is one Lua call per
 ``SCRIPT_BATCH`` records with its ledger marks, and an erase one per batch: each lands whole.
 """

@@ -94,6 +94,8 @@ class Engine:
     #: How hits of ``_fulltext`` are labelled in ``Hit.arms`` (an engine whose only arm is not
     #: BM25, such as mem0's vector search, names it).
     text_arm: ClassVar[str] = "fulltext"
+    #: The engine's error table when it is static (``_rules`` returns it).
+    rules: ClassVar[Sequence[Rule]] = ()
 
     def __init__(
         self,
@@ -112,7 +114,7 @@ class Engine:
         """The store's identity (engine, location, index): what a ledger belongs to."""
         self.timeout = timeout
         self.max_record_bytes = max_record_bytes
-        """Largest record (text plus content, UTF-8 bytes) a save accepts; a larger one fails the save."""
+        """Largest record a save accepts, as ``_record_bytes`` counts it; a larger one fails the save."""
         self.hybrid = Hybrid(**hybrid)
         self.embedder: Embedder | None = self.hybrid.embedder
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix=f"longterm-{self.name}")
@@ -129,8 +131,9 @@ class Engine:
         self._later_lock = threading.Lock()
         self._later: threading.Thread | None = None
         self._stopping = False
-        self.side_ledger: SideLedger | None = None
-        """Where the ledger and meta live when the engine cannot keep them (closed with it)."""
+
+    side_ledger: SideLedger | None = None
+    """Where the ledger and meta live when the engine cannot keep them (closed with it)."""
 
     # -- primitives: blocking, run on the engine's threads ------------------------------------
 
@@ -195,7 +198,11 @@ class Engine:
         that can do both in one transaction overrides this."""
         if records:
             self._write(records, vectors)
-        if event_ids:
+        if not event_ids:
+            return
+        if type(self)._ledger_mark is Engine._ledger_mark:  # the default would call this _commit again
+            self._side().mark(scope, session_id, event_ids)
+        else:
             self._ledger_mark(scope, session_id, event_ids)
 
     def _search(self, scope: Scope, query: Query, vector: np.ndarray | None, k: int, degraded: str | None) -> list[Hit]:
@@ -229,14 +236,24 @@ class Engine:
         """Release connections and locks."""
 
     def _rules(self) -> Sequence[Rule]:
-        """This engine's error table (see ``core.errors``)."""
-        return ()
+        """This engine's error table (see ``core.errors``): ``rules``, unless built at run time."""
+        return self.rules
 
     # -- machinery -------------------------------------------------------------------------
 
+    def _shut(self) -> None:
+        try:
+            self._close()
+        finally:
+            if self.side_ledger is not None:
+                self.side_ledger.close()
+
     def _side(self) -> SideLedger:
         if self.side_ledger is None:
-            raise NotImplementedError(f"{type(self).__name__} keeps no ledger: implement _ledger_* and _meta_*")
+            raise NotImplementedError(
+                f"{type(self).__name__} keeps no ledger: implement _ledger_saved/_ledger_mark and "
+                "_meta_get/_meta_set, or set self.side_ledger = SideLedger(path, store_id)"
+            )
         return self.side_ledger
 
     def _translate(self, exc: BaseException, what: str) -> tuple[LongTermMemoryError, bool]:
@@ -374,24 +391,36 @@ class Engine:
         if not self._prepared:
             await self._run("opening the store", lambda: None)
 
-    def _check_sizes(self, records: Sequence[MemoryRecord]) -> None:
-        """Refuse the save before anything is embedded or written when a record is over the limit."""
+    def _record_bytes(self, r: MemoryRecord) -> int:
+        """What ``max_record_bytes`` counts: the text and, unless it is just the text, the content
+        (compact UTF-8 JSON, as stored). An engine that limits something else overrides this."""
+        if r.text_only_content():
+            return len(r.text.encode())
+        return len(r.text.encode()) + len(json.dumps(r.content, ensure_ascii=False, separators=(",", ":")).encode())
+
+    def _over_limit(self, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+        """The records that may be over ``max_record_bytes``: a cheap test, fit for the event loop."""
         limit = self.max_record_bytes
         if limit is None:
-            return
+            return []
+        # No UTF-8 character is over 4 bytes; only the others need their bytes counted.
+        return [r for r in records if not (4 * len(r.text) <= limit and r.text_only_content())]
+
+    def _check_sizes(self, records: Sequence[MemoryRecord]) -> None:
+        """Refuse the save when one of ``records`` is over the limit (counting is blocking work)."""
         for r in records:
-            if 4 * len(r.text) <= limit and r.text_only_content():
-                continue  # no UTF-8 character is over 4 bytes
-            size = len(r.text.encode()) + (0 if r.text_only_content() else len(json.dumps(r.content).encode()))
-            if size > limit:
+            size = self._record_bytes(r)
+            if self.max_record_bytes is not None and size > self.max_record_bytes:
                 raise InvalidInputError(
                     f"event {r.event_id!r} of session {r.session_id!r} is {size} bytes, over the {self.name} "
-                    f"backend's limit of {limit}; raise backend_config['max_record_bytes'] or exclude such events "
-                    "with the auto-save policy."
+                    f"backend's limit of {self.max_record_bytes}; raise backend_config['max_record_bytes'] or "
+                    "exclude such events with the auto-save policy."
                 )
 
     async def _passages(self, records: Sequence[MemoryRecord]) -> np.ndarray | None:
-        self._check_sizes(records)
+        """Check the records' sizes, then embed them where the save path does; before any write."""
+        if doubtful := self._over_limit(records):
+            await self._run("checking memory sizes", self._check_sizes, doubtful)
         if self.embedder is None or self.embed_later or not records:
             return None
         await self._ready()
@@ -480,9 +509,7 @@ class Engine:
         self._stopping = True  # the background embedder stops at its next step
         self._wake.set()
         try:
-            await asyncio.wrap_future(self._pool.submit(self._close))
-            if self.side_ledger is not None:
-                self.side_ledger.close()
+            await asyncio.wrap_future(self._pool.submit(self._shut))
         except BaseException:  # closing: nothing left to release, but say what happened
             log.debug("closing %s %s", self.name, self.where, exc_info=True)
         finally:

@@ -217,3 +217,29 @@ def test_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     assert collection_name("longterm_", "a/b") != collection_name("longterm_", "a_b")
     with pytest.raises(ConfigurationError, match="'pth'"):
         LongTermMemory(backend="qdrant", backend_config={"pth": "x"})
+
+
+async def test_qdrant_client_points_read_by_every_version_and_old_points_by_this_one(tmp_path: Path):
+    """qdrant-client keeps the record spread out in the payload, the form earlier versions read
+    (processes of two versions may share a server during an upgrade), and reads, counts and
+    erases points written that way before."""
+    from longterm.backends.qdrant.common import SPARSE, point_id
+    from longterm.records import MemoryRecord, Scope, record_id
+    from longterm.retrieval.sparse import document_vector
+
+    memory = _memory(tmp_path / "q", "local")
+    await memory.add_session_to_memory(make_session(sid="new", turns=[("user", "I keep bees")]))
+    backend = memory.backend_instance
+    scope = Scope(app_name="app", user_id="u1")
+    [point], _ = backend._client.scroll(backend.collection, limit=10)
+    assert MemoryRecord.model_validate(point.payload).text == "I keep bees"  # what an earlier version reads
+    ids = {"app_name": "app", "user_id": "u1", "session_id": "old", "event_id": "e1"}
+    old = MemoryRecord(id=record_id("app", "u1", "old", "e1"), **ids, role="user", text="I moved to Lisbon")
+    idx, val = document_vector(old.text)
+    vector = {SPARSE: backend._m.SparseVector(indices=idx, values=val)}
+    point = backend._m.PointStruct(id=point_id(old.id), vector=vector, payload=old.model_dump(mode="json"))
+    backend._client.upsert(backend.collection, [point])
+    assert [h.record for h in await backend.search(scope, "Lisbon", 3)] == [old]
+    assert await backend.count(scope) == 2 and old in [r async for r in backend.scan(scope)]
+    assert await backend.delete(scope, session_id="old") == 1 and await backend.count(scope) == 1
+    await memory.close()

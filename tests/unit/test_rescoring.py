@@ -17,15 +17,25 @@ def _text(text: str) -> dict:
 
 
 def session(now: float) -> dict:
-    return {"id": "s", "app_name": "a", "user_id": "u", "events": [
-        {"id": "old", "author": "user", "timestamp": now - 300 * DAY, "content": _text("my favourite band is Toto")},
-        {
-            "id": "new",
-            "author": "user",
-            "timestamp": now - 1 * DAY,
-            "content": _text("my favourite band is now Daft Punk, band band"),
-        },
-    ]}  # fmt: skip
+    return {
+        "id": "s",
+        "app_name": "a",
+        "user_id": "u",
+        "events": [
+            {
+                "id": "old",
+                "author": "user",
+                "timestamp": now - 300 * DAY,
+                "content": _text("my favourite band is Toto"),
+            },
+            {
+                "id": "new",
+                "author": "user",
+                "timestamp": now - 1 * DAY,
+                "content": _text("my favourite band is now Daft Punk, band band"),
+            },
+        ],
+    }
 
 
 async def test_off_by_default_and_recency_reorders(tmp_path: Path):

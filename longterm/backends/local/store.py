@@ -13,6 +13,7 @@ IMMEDIATE`` and a 30 s busy timeout make several processes safe.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sqlite3
@@ -39,14 +40,11 @@ log = logging.getLogger("longterm.local")
 #: page (up to 256 terms) would cost several times what a long question does.
 MAX_QUERY_TERMS = 32
 _COMPACT: dict[str, Any] = {"ensure_ascii": False, "separators": (",", ":")}
-_TYPES: dict[tuple[str, ...], str] = {}
 
 
-def _types(event_types: list[str]) -> str:
-    key = tuple(event_types)
-    if key not in _TYPES:
-        _TYPES[key] = json.dumps(event_types, separators=(",", ":"))
-    return _TYPES[key]
+@functools.cache
+def _types(event_types: tuple[str, ...]) -> str:
+    return json.dumps(event_types, separators=(",", ":"))
 
 
 def _row_to_record(row: Sequence[Any], scope: Scope) -> MemoryRecord:
@@ -76,6 +74,7 @@ def fts_query(terms: Sequence[str]) -> str:
 class LocalBackend(Engine):
     name: ClassVar[str] = "local"
     unreachable: ClassVar[str] = "Check the path and its permissions."
+    rules: ClassVar[Sequence[Rule]] = SQLITE_RULES
 
     def __init__(
         self,
@@ -99,9 +98,6 @@ class LocalBackend(Engine):
         path = cfg.path or env("LONGTERM_LOCAL_PATH") or str(root / "memory.db")
         kwargs = {"max_record_bytes": cfg.max_record_bytes, "embed_later": cfg.embed_later}
         return cls(path, index=cfg.index, **kwargs, **cfg.hybrid_kwargs())
-
-    def _rules(self) -> Sequence[Rule]:
-        return SQLITE_RULES
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -153,7 +149,7 @@ class LocalBackend(Engine):
         text = r.text
         content = None if r.text_only_content() else json.dumps(r.content, **_COMPACT)
         metadata = json.dumps(r.metadata, **_COMPACT) if r.metadata else "{}"
-        types = _types(r.event_types)
+        types = _types(tuple(r.event_types))
         terms = segment(text)
         row = (scope, sql.stored_id(r.id), r.session_id, r.event_id, r.author, r.role, types, text, content)
         return (*row, r.timestamp, metadata, None if terms == text else terms)

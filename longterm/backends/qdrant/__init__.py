@@ -1,8 +1,9 @@
 """The Qdrant backend: a server or qdrant-client's local mode (``client``), or the embedded
 qdrant-edge engine (``edge``, the default on a path), on one data model (``common``)."""
 
+from ...config.backends import QdrantConfig
 from .client import QdrantBackend
 from .common import collection_name
 from .edge import QdrantEdgeBackend
 
-__all__ = ["QdrantBackend", "QdrantEdgeBackend", "collection_name"]
+__all__ = ["QdrantBackend", "QdrantConfig", "QdrantEdgeBackend", "collection_name"]

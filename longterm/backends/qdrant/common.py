@@ -4,11 +4,10 @@
 The seam: ``client.py`` (qdrant-client: a server, or its local mode) and ``edge.py``
 (qdrant-edge, Qdrant's engine in this process) subclass ``QdrantEngine`` and spell a few
 hooks with their client (``_has_id``, ``_query``, ``_rrf``, ``_scroll``, ``_count_where``,
-``_delete_where``). One data model for both, so a store behaves the same on either: one
-collection per index; point ids are the record ids read as UUIDs; the record is the
-payload; a sparse BM25 vector (``retrieval.sparse``, IDF applied by Qdrant) is computed in
-``_write``, on the engine's thread, never the event loop; with an embedder, a dense vector
-joins it. The scope is always a structured payload filter, never string matching.
+``_delete_where``). One data model for both (docs/backends.md): a collection per index,
+point ids the record ids read as UUIDs, the record in the payload, a sparse BM25 vector
+(computed on the engine's thread) and, with an embedder, a dense one. The scope is always
+a structured payload filter, never string matching.
 """
 
 from __future__ import annotations
@@ -81,9 +80,14 @@ def to_record(payload: dict[str, Any]) -> MemoryRecord:
 
 class QdrantEngine(Engine):
     name: ClassVar[str] = "qdrant"
+    rules: ClassVar[Sequence[Rule]] = RULES
     #: The client's models (``qdrant_client.models`` or ``qdrant_edge``): both spell filters
     #: and sparse vectors with the same names and keywords.
     _lib: Any
+    #: The payload as the scope's fields plus the record as one JSON string (qdrant-edge converts a
+    #: payload key by key, about 15 us each), or the record spread out: what every version reads,
+    #: so a server shared by old and new processes during an upgrade (qdrant-client) stays readable.
+    packed_payload: ClassVar[bool] = False
 
     # -- hooks: each engine spells these with its client -------------------------------------
 
@@ -109,9 +113,6 @@ class QdrantEngine(Engine):
 
     # -- primitives --------------------------------------------------------------------------
 
-    def _rules(self) -> Sequence[Rule]:
-        return RULES
-
     def _filter(self, scope: Scope, ids: Sequence[str] | None = None, session_id: str | None = None) -> Any:
         lib, fields = self._lib, {"app_name": scope.app_name, "user_id": scope.user_id, "session_id": session_id}
         must = [lib.FieldCondition(key=k, match=lib.MatchValue(value=v)) for k, v in fields.items() if v is not None]
@@ -125,15 +126,15 @@ class QdrantEngine(Engine):
 
     def _points(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None) -> Iterator[dict[str, Any]]:
         """Each record as a point's fields. No dense vector when the core sent none (no embedder,
-        or a store made without one: ``vectors_off``); full text still works. The payload is the
-        scope's fields (for filters) and the record as one JSON string: qdrant-edge converts a
-        payload key by key (about 15 us each), so one string costs a quarter of 13 keys."""
+        or a store made without one: ``vectors_off``); full text still works."""
         for i, r in enumerate(records):
             vector = {SPARSE: self._sparse(r.text)}
             if vectors is not None:
                 vector[DENSE] = vectors[i].astype(np.float32).tolist()
-            payload = {"app_name": r.app_name, "user_id": r.user_id, "session_id": r.session_id}
-            yield {"id": point_id(r.id), "vector": vector, "payload": {**payload, RECORD: r.model_dump_json()}}
+            payload = r.model_dump(mode="json", include={*SCOPE_FIELDS, "session_id"} if self.packed_payload else None)
+            if self.packed_payload:
+                payload[RECORD] = r.model_dump_json()
+            yield {"id": point_id(r.id), "vector": vector, "payload": payload}
 
     def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:
         return [(to_record(p.payload), p.score) for p in self._query(scope, self._sparse(query.text, True), SPARSE, k)]

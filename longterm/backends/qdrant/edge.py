@@ -43,6 +43,8 @@ BATCH = 32
 
 class QdrantEdgeBackend(QdrantEngine):
     unreachable: ClassVar[str] = "Check the path and its permissions."
+    packed_payload: ClassVar[bool] = True  # one process per store: no older reader shares it
+    rules: ClassVar[Sequence[Rule]] = (*RULES, *SQLITE_RULES, DAMAGED)  # the ledger is SQLite
 
     def __init__(self, path: str | Path, *, index: str = "default_app", **hybrid: Any) -> None:
         self._e = self._lib = require(
@@ -55,9 +57,6 @@ class QdrantEdgeBackend(QdrantEngine):
         self.side_ledger = SideLedger(self.root / LEDGER_FILE, "qdrant-edge")
         self._shard: Any = None
         self._lock_fd: int | None = None
-
-    def _rules(self) -> Sequence[Rule]:
-        return (*RULES, *SQLITE_RULES, DAMAGED)  # the ledger is SQLite
 
     def _open(self) -> None:
         if self._shard is not None:
