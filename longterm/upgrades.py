@@ -20,7 +20,7 @@ from typing import Any
 
 from ._sqlite import write_transaction
 from .backends.local.schema import COLUMNS, stored_id
-from .retrieval.text import index_terms
+from .retrieval.text import index_terms, segment
 
 log = logging.getLogger("longterm.upgrades")
 
@@ -33,8 +33,8 @@ INSERT OR IGNORE INTO scopes (index_name, app_name, user_id)
 UPDATE scopes SET version = coalesce((SELECT v.version FROM scope_versions AS v WHERE v.index_name = scopes.index_name
     AND v.app_name = scopes.app_name AND v.user_id = scopes.user_id), 0);
 INSERT INTO records (rowid, scope, {COLUMNS}, terms)
-    SELECT m.rowid, s.scope, longterm_id(m.id), m.session_id,
-           m.event_id, m.author, m.role, m.event_types, m.text, m.content, m.timestamp, m.metadata, m.terms
+    SELECT m.rowid, s.scope, longterm_id(m.id), m.session_id, m.event_id, m.author, m.role, m.event_types,
+           m.text, m.content, m.timestamp, m.metadata, longterm_terms(m.text)
     FROM memories AS m JOIN scopes AS s USING (index_name, app_name, user_id);
 INSERT INTO ledger SELECT s.scope, e.session_id, e.event_id
     FROM saved_events AS e JOIN scopes AS s USING (index_name, app_name, user_id);
@@ -47,12 +47,20 @@ DROP TABLE saved_events;
 """
 
 
+def _local_terms(text: str) -> str | None:
+    """What the local store keeps in ``terms``: the segmented text, where it differs from the text."""
+    terms = segment(text)
+    return None if terms == text else terms
+
+
 def local_v1(conn: sqlite3.Connection, path: Path) -> None:
     """Move a local store of schema 1 (scopes spelled out in every row, hex ids) to this one."""
     if not conn.execute(LOCAL_V1_TABLES).fetchone():
         return
     log.warning("local %s: moving the store to the compact schema (once; it may take a while)", path)
     conn.create_function("longterm_id", 1, stored_id, deterministic=True)
+    # The terms again, by this version's text processing (0.1 did not fold Chinese, dates, full width).
+    conn.create_function("longterm_terms", 1, _local_terms, deterministic=True)
     with write_transaction(conn):
         if conn.execute(LOCAL_V1_TABLES).fetchone():  # another process may have moved it
             for statement in LOCAL_V1.split(";\n"):

@@ -35,17 +35,19 @@ CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWI
 def _old_store(path: Path, embedder: HashingEmbedder) -> None:
     conn = sqlite3.connect(path)
     conn.executescript(SCHEMA_1)
-    texts = {"s1-e0": "I keep bees in the garden", "s1-e1": "my sister lives in Porto"}
-    for n, (event, text) in enumerate(texts.items(), 1):
+    # 0.1 indexed Chinese unfolded: traditional characters as bigrams of themselves.
+    texts = {"s1-e0": ("I keep bees in the garden", None), "s1-e1": ("my sister lives in Porto", None)}
+    texts["s1-e2"] = ("我下個月搬到臺灣", "我下 下個 個月 月搬 搬到 到臺 臺灣")
+    for n, (event, (text, terms)) in enumerate(texts.items(), 1):
         rid = record_id("app", "u1", "s1", event)
         conn.execute(
             "INSERT INTO memories VALUES (?, 'default_app', ?, 'app', 'u1', 's1', ?, 'user', 'user', ?, "
-            "?, NULL, 1700000000, '{}', 'd', 'sx', NULL)",
-            (n, rid, event, '["text"]', text),
+            "?, NULL, 1700000000, '{}', 'd', 'sx', ?)",
+            (n, rid, event, '["text"]', text, terms),
         )
         conn.execute("INSERT INTO vectors VALUES (?, ?)", (n, embedder.embed([text])[0].tobytes()))
     conn.executemany(
-        "INSERT INTO saved_events VALUES ('default_app', 'app', 'u1', 's1', ?)", [("s1-e0",), ("s1-e1",), ("s1-e2",)]
+        "INSERT INTO saved_events VALUES ('default_app', 'app', 'u1', 's1', ?)", [("s1-e0",), ("s1-e1",), ("s1-e3",)]
     )
     conn.execute("INSERT INTO scope_versions VALUES ('default_app', 'app', 'u1', 3)")
     conn.execute("INSERT INTO store_meta VALUES ('embedder:default_app', ?)", (embedder.id,))
@@ -62,10 +64,14 @@ async def test_a_store_of_the_previous_schema_is_moved_over_on_open(tmp_path: Pa
     assert top.content.parts[0].text == "I keep bees in the garden"
     assert set(top.custom_metadata["arms"]) == {"fulltext", "vector"}  # its vector came along
     assert [r.id async for r in memory.iter_records(app_name="app", user_id="u1")] == [
-        record_id("app", "u1", "s1", "s1-e0"),
-        record_id("app", "u1", "s1", "s1-e1"),
+        record_id("app", "u1", "s1", f"s1-e{i}") for i in range(3)
     ]
-    turns = [("user", "I keep bees in the garden"), ("user", "my sister lives in Porto"), ("model", "ok")]
+    # Indexed again by this version: the simplified question finds the traditional text.
+    res = await memory.search_memory(app_name="app", user_id="u1", query="谁搬去台湾?")
+    assert res.memories and res.memories[0].content.parts[0].text == "我下個月搬到臺灣"
+    assert "fulltext" in res.memories[0].custom_metadata["arms"]  # by its words, not only by its vector
+    turns = [("user", "I keep bees in the garden"), ("user", "my sister lives in Porto"), ("user", "我下個月搬到臺灣")]
+    turns.append(("model", "ok"))
     again = await memory.add_session_to_memory(make_session(turns=turns))
     assert (again.new_events, again.saved) == (0, 0)  # the ledger came along
     await memory.close()
