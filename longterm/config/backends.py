@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..retrieval.hybrid import HybridSettings
 from . import env
@@ -34,7 +34,7 @@ class LocalConfig(HybridSettings):
     path: str | None = None
     """SQLite file; default ``$LONGTERM_LOCAL_PATH`` or ``<LONGTERM_HOME>/memory.db``."""
     index: str = "default_app"
-    max_record_bytes: int = LOCAL_MAX_RECORD_BYTES
+    max_record_bytes: int = Field(LOCAL_MAX_RECORD_BYTES, ge=1)
     embed_later: bool = False
     """Save text only and embed in the background (see ``core.engine``)."""
 
@@ -47,15 +47,17 @@ class RedisConfig(HybridSettings):
     url: str | None = None
     """``redis://[user:password@]host:port/db``; default ``$LONGTERM_REDIS_URL``."""
     host: str | None = None
-    port: int | None = None
+    port: int | None = Field(None, ge=1, le=65535)
     username: str | None = None
     password: str | None = None
-    db: int | None = None
-    prefix: str = "longterm:"
+    db: int | None = Field(None, ge=0)
+    prefix: str = Field("longterm:", pattern=r"^[A-Za-z0-9_.-]+:$")
+    """Letters, digits, ``_.-`` and one ``:`` at the end: then no store's keys fall under another's
+    (a key is ``prefix index:...``, and neither part holds another ``:``)."""
     index: str = "default_app"
-    socket_timeout: float = 10.0
+    socket_timeout: float = Field(10.0, gt=0, allow_inf_nan=False)
     """Seconds any one operation may take (waiting for a free connection included)."""
-    max_connections: int = 32
+    max_connections: int = Field(32, ge=1)
     """Connections (and worker threads) per memory; more concurrent calls wait for one."""
 
 
@@ -90,11 +92,11 @@ class OpenSearchConfig(HybridSettings):
     ca_certs: str | None = None
     index: str = "default_app"
     prefix: str = "longterm-"
-    replicas: int | None = None
+    replicas: int | None = Field(None, ge=0)
     """Number of replicas for new indices (default: the cluster's)."""
-    timeout: float | None = 30.0
+    timeout: float | None = Field(30.0, gt=0, allow_inf_nan=False)
     """Seconds a caller waits for any one operation."""
-    workers: int = 8
+    workers: int = Field(8, ge=1)
     """Threads (and pooled connections) per backend."""
 
 
@@ -118,7 +120,7 @@ class QdrantConfig(HybridSettings):
     url: str | None = None
     """A Qdrant server, e.g. ``http://127.0.0.1:6333``; default ``$LONGTERM_QDRANT_URL``."""
     host: str | None = None
-    port: int = 6333
+    port: int = Field(6333, ge=1, le=65535)
     api_key: str | None = None
     path: str | None = None
     """Embedded store directory; used when no server is configured."""
@@ -127,7 +129,7 @@ class QdrantConfig(HybridSettings):
     ``local`` (qdrant-client's local mode, pure Python). Ignored for servers."""
     prefix: str = "longterm_"
     index: str = "default_app"
-    timeout: float = 10.0
+    timeout: float = Field(10.0, gt=0, allow_inf_nan=False)
     """A server's deadline per operation, in seconds."""
 
 
@@ -153,10 +155,10 @@ class Mem0Config(BaseModel):
     path: Path | None = None
     """OSS data directory; default ``<LONGTERM_HOME>/mem0``."""
     index: str = "default_app"
-    threshold: float = 0.0
-    """Minimum search score mem0 returns."""
-    max_record_bytes: int = MEM0_MAX_RECORD_BYTES
-    timeout: float | None = None
+    threshold: float = Field(0.0, ge=0, le=1)
+    """Minimum search score mem0 returns (0 to 1)."""
+    max_record_bytes: int = Field(MEM0_MAX_RECORD_BYTES, ge=1)
+    timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
     """Seconds a caller waits for one operation; platform requests time out after it (default 60)."""
 
     def with_env(self) -> Mem0Config:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from .embedders import Embedder, resolve_embedder
 from .fusion import DEFAULT_WEIGHTS, fuse
@@ -24,9 +24,9 @@ class HybridSettings(BaseModel):
     """An embedder (name, dict or instance): search then fuses full text and vectors."""
     fusion: Literal["convex", "rrf"] = "convex"
     """How the arms are fused (see ``retrieval.fusion``)."""
-    vector_weight: float = DEFAULT_WEIGHTS["vector"]
-    fulltext_weight: float = DEFAULT_WEIGHTS["fulltext"]
-    candidates: int = 50
+    vector_weight: float = Field(DEFAULT_WEIGHTS["vector"], ge=0, allow_inf_nan=False)
+    fulltext_weight: float = Field(DEFAULT_WEIGHTS["fulltext"], ge=0, allow_inf_nan=False)
+    candidates: int = Field(50, ge=1)
     """How deep each arm looks before fusion."""
 
     def hybrid_kwargs(self) -> dict[str, Any]:
