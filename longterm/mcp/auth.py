@@ -87,10 +87,12 @@ def _entry_digest(where: str, i: int, entry: Any) -> str:
         )
     if "token" in entry:
         token = entry["token"]
-        if not isinstance(token, str) or len(token.strip()) < MIN_TOKEN_CHARS or token != token.strip():
+        # Visible ASCII only: an HTTP header carries nothing else intact, so any other token could
+        # never authenticate.
+        if not isinstance(token, str) or len(token) < MIN_TOKEN_CHARS or not all("!" <= c <= "~" for c in token):
             raise ConfigurationError(
-                f"{where}: entry {i}: a token must be a string of at least {MIN_TOKEN_CHARS} characters without "
-                "surrounding spaces; make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+                f"{where}: entry {i}: a token must be at least {MIN_TOKEN_CHARS} visible ASCII characters (no spaces); "
+                "make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
             )
         return digest(token)
     hexdigest = entry["token_sha256"]

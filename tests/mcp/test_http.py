@@ -171,3 +171,16 @@ def test_a_busy_port_is_one_error_line(tmp_path) -> None:
     assert proc.returncode == 1, err
     assert [line for line in err.splitlines() if line.startswith("error:")] == [err.strip().splitlines()[-1]], err
     assert "Traceback" not in err and "in use" in err.lower(), err
+
+
+@pytest.mark.parametrize(
+    "token", ["jetón-0123456789abcdef", "token with spaces 0123", " padded-0123456789abcd", "short"]
+)
+def test_a_token_no_http_header_can_carry_is_refused_when_the_file_loads(tmp_path, token: str) -> None:
+    from longterm import ConfigurationError
+    from longterm.mcp.auth import Tokens
+
+    path = tmp_path / "tokens.json"
+    path.write_text(json.dumps({"tokens": [{"user": "alice", "token": token}]}))
+    with pytest.raises(ConfigurationError, match="visible ASCII"):
+        Tokens.load(str(path))
