@@ -150,7 +150,8 @@ class OpenSearchBackend(Engine):
         rows = []
         for i, r in enumerate(records):
             data = r.model_dump(mode="json", exclude={"content"} if r.text_only_content() else None)
-            doc = {"record_id": r.id, **{k: data[k] for k in FILTERED}, "terms": segment(r.text), "doc": data}
+            # Words cut at 1,000 characters: Lucene refuses a term over 32,766 bytes (a hex dump).
+            doc = {"record_id": r.id, **{k: data[k] for k in FILTERED}, "terms": segment(r.text, 1000), "doc": data}
             if vectors is not None:
                 doc["embedding"] = vectors[i].astype(np.float32).tolist()
             rows.append((r.id, doc, f"event {r.event_id!r} of session {r.session_id!r}"))

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import snowballstemmer
 
@@ -280,13 +280,21 @@ def index_terms(text: str) -> list[str]:
     return out
 
 
-def segment(text: str) -> str:
+@cache
+def _longer_than(n: int) -> re.Pattern[str]:
+    return re.compile(rf"[^\W_]{{{n + 1},}}")
+
+
+def segment(text: str, max_word: int | None = None) -> str:
     """``text`` made ready for an engine's word tokenizer.
 
     CJK runs become bigrams and unigrams, accents are folded (not every engine does),
     and the words are joined by spaces. ASCII text is returned as it is, but for NUL, which
     ends a string in C engines (RediSearch indexed nothing after it): it becomes a space.
+    With ``max_word``, longer words are cut to it (Lucene refuses a term over 32,766 bytes).
     """
+    if max_word is not None:
+        return _longer_than(max_word).sub(lambda m: m.group(0)[:max_word], segment(text))
     if text.isascii():
         return text.replace("\x00", " ") if "\x00" in text else text
     out: list[str] = []

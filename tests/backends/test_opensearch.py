@@ -290,3 +290,14 @@ async def test_an_erase_that_cannot_finish_says_so(stub):
     with pytest.raises(BackendError, match=r"version conflicts.*still stored\. Erase again"):
         await memory.delete_memory(app_name="app", user_id="u1", session_id="s1")
     await memory.close()
+
+
+@pytest.mark.parametrize("blob", ["a" * 40_000, "0123456789abcdef" * 2_500, "é" * 20_000, "中" * 20_000])
+async def test_a_word_longer_than_lucene_takes_is_saved_and_the_rest_found(os_cfg: dict, blob: str):
+    """A hex dump or a base64 blob is one 'word' of tens of KB: Lucene refuses terms over 32,766
+    bytes, which failed every save of the session, forever."""
+    memory = LongTermMemory(backend="opensearch", backend_config=os_cfg)
+    await memory.add_session_to_memory(make_session(turns=[("user", f"{blob} findme")]))
+    res = await memory.search_memory(app_name="app", user_id="u1", query="findme")
+    assert _texts(res) == [f"{blob} findme"]
+    await memory.close()
