@@ -35,10 +35,19 @@ console = Console()
 err_console = Console(stderr=True, soft_wrap=True, highlight=False)  # soft_wrap: one line, however long
 
 
+#: Control characters (but tab and newline) shown escaped: stored text or an id holding ESC
+#: sequences must not drive the terminal that prints it.
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))}
+
+
+def _safe(text: str) -> str:
+    """``text`` fit for a terminal: control characters and lone surrogates shown escaped."""
+    return text.translate(_CONTROLS).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _fail(message: str) -> NoReturn:
     """Print ``error: message`` as one line on stderr and exit 1."""
-    line = " ".join(message.split()).encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates
-    err_console.print(Text.assemble(("error:", "bold red"), " ", line))
+    err_console.print(Text.assemble(("error:", "bold red"), " ", _safe(" ".join(message.split()))))
     raise SystemExit(1)
 
 
@@ -225,7 +234,9 @@ def search(ctx: click.Context, query: str, app_name: str, user_id: str, top_k: i
         table = Table("score", "when", "author", "memory", "id")
         for m in res.memories:
             when = (m.timestamp or "")[:19]
-            table.add_row(f"{m.custom_metadata['score']:.3f}", when, Text(m.author or ""), Text(_text(m)), Text(m.id))
+            table.add_row(
+                f"{m.custom_metadata['score']:.3f}", when, *(Text(_safe(t)) for t in (m.author or "", _text(m), m.id))
+            )
         console.print(table if res.memories else "[dim]no memories matched[/]")
 
     asyncio.run(go())
@@ -254,7 +265,7 @@ def stats(ctx: click.Context, app_name: str | None, user_id: str | None) -> None
             await memory.close()
         table = Table("app", "user", "memories", title=Text(f"backend {memory.backend_name}"))
         for app, user, n in rows:
-            table.add_row(Text(app), Text(user), str(n))
+            table.add_row(Text(_safe(app)), Text(_safe(user)), str(n))
         console.print(table)
         console.print(f"total: {sum(r[2] for r in rows)} memories for {len(rows)} users")
 

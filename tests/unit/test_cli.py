@@ -250,3 +250,21 @@ def test_migrate_between_backends(tmp_path: Path):
     assert "total: 2 memories" in r.output
     r = run("--config", dst, "search", "turntable", "--app", "music", "--user", "ana", "--json")
     assert json.loads(r.output)[0]["content"]["parts"][0]["text"] == "My turntable is a Technics"
+
+
+def test_escape_sequences_in_stored_text_and_ids_never_reach_the_terminal(tmp_path: Path):
+    """A user id or a memory holding ESC [2J (clear screen) is shown escaped by search and stats."""
+    from longterm import LongTermMemory
+    from longterm.testing import make_session
+
+    path = str(tmp_path / "m.db")
+    memory = LongTermMemory(backend_config={"path": path})
+    turns = [("user", "plum \x1b]0;pwned\x07 jam \x9b31m")]
+    memory.add_session_to_memory_sync(make_session(app="app", user="evil\x1b[2J", turns=turns))
+    memory.close_sync()
+    config = json.dumps({"path": path})
+    for args in (("search", "plum", "--app", "app", "--user", "evil\x1b[2J"), ("stats",)):
+        r = run("--config", config, *args)
+        assert r.exit_code == 0, r.output
+        assert "plum" in r.output or "evil" in r.output
+        assert not any(c in r.output for c in "\x1b\x07\x9b"), repr(r.output)
