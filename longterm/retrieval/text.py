@@ -256,7 +256,9 @@ def _normalize_word(word: str, stem: bool = True) -> str:
 def _runs(text: str):
     text = unicodedata.normalize("NFKC", text).casefold()
     if not text.isascii():
-        text = canonical_dates(fold(text))
+        # Casefolding Turkish İ leaves i + a combining dot, which no word pattern joins: "İstanbul"
+        # was "i" and "stanbul", and a search for "istanbul" found nothing.
+        text = canonical_dates(fold(text.replace("i\u0307", "i")))
     for m in _TOKEN.finditer(text):
         yield ("word" if m.lastgroup == "date" else m.lastgroup), m.group()
 

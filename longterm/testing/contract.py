@@ -436,6 +436,7 @@ class ContractSuite:
             ("Ich wohne in München und trinke gern Kaffee", "münchen"),
             ("J'adore le café crème", "cafe"),
             ("Weekend plans 🎉 with Zoë", "zoë"),
+            ("Next month I fly to İstanbul", "istanbul"),
         ],
     )
     async def test_unicode_and_cjk_are_searchable(self, memory: LongTermMemory, text: str, query: str):
