@@ -315,8 +315,13 @@ def delete(
         what = f"the memories of session {session_id!r} of user {user_id!r} in app {app_name!r}"
     else:
         what = f"ALL memories of user {user_id!r} in app {app_name!r}"
-    if not yes and not click.confirm(f"Delete {what}?", default=False):
-        raise click.Abort()
+    if not yes:
+        try:
+            confirmed = click.confirm(f"Delete {what}?", default=False)
+        except click.Abort:  # no answer: stdin is not a terminal, or it ended
+            _fail(f"nothing deleted: no answer to the confirmation; pass --yes to delete {what} without asking.")
+        if not confirmed:
+            raise click.Abort()
 
     async def go() -> None:
         memory = _memory(ctx)

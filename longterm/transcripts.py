@@ -118,7 +118,7 @@ def _fill_ids_and_times(path: Path, sessions: list[dict[str, Any]], file_order: 
 
 def _parse(path: Path) -> list[Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (Windows editors) is not text
     except FileNotFoundError:
         raise InvalidInputError(f"no such file: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:

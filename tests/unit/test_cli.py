@@ -268,3 +268,20 @@ def test_escape_sequences_in_stored_text_and_ids_never_reach_the_terminal(tmp_pa
         assert r.exit_code == 0, r.output
         assert "plum" in r.output or "evil" in r.output
         assert not any(c in r.output for c in "\x1b\x07\x9b"), repr(r.output)
+
+
+def test_delete_with_no_answer_on_stdin_is_one_error_line_and_deletes_nothing(tmp_path: Path):
+    config = json.dumps({"path": str(tmp_path / "m.db")})
+    r = run("--config", config, "delete", "--app", "a", "--user", "u", input="")
+    errors = [line for line in r.output.splitlines() if line.startswith("error:")]
+    assert r.exit_code == 1 and len(errors) == 1 and errors[0].startswith("error: nothing deleted"), r.output
+    assert "Aborted" not in r.output and "Traceback" not in r.output
+
+
+def test_a_transcript_with_a_byte_order_mark_imports(tmp_path: Path):
+    transcript = tmp_path / "chat.jsonl"
+    transcript.write_text(json.dumps({"role": "user", "content": "I grow figs"}) + "\n", encoding="utf-8-sig")
+    config = json.dumps({"path": str(tmp_path / "m.db")})
+    r = run("--config", config, "import", str(transcript), "--app", "a", "--user", "u")
+    assert r.exit_code == 0, r.output
+    assert "figs" in run("--config", config, "search", "figs", "--app", "a", "--user", "u").output
