@@ -149,7 +149,7 @@ def test_the_command_refuses_a_server_with_no_scope(tmp_path: Path) -> None:
     weak = tmp_path / "weak.json"
     weak.write_text(json.dumps({"tokens": [{"user": "alice", "token": "1234"}]}))
     refused_file = runner.invoke(cli, ["mcp", "--app", "a", "--transport", "http", "--tokens", str(weak)])
-    assert refused_file.exit_code == 1 and "at least 16 characters" in refused_file.output
+    assert refused_file.exit_code == 1 and "at least 16 visible ASCII characters" in refused_file.output
     assert "Traceback" not in refused_file.output
 
 
