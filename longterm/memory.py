@@ -128,10 +128,14 @@ def _metadata(value: Any) -> Mapping[str, object] | None:
     return value
 
 
-def _direct_records(scope: Scope, memories: list[Any], metadata: Mapping[str, object] | None) -> list[MemoryRecord]:
-    """The records of ``add_memory``: each memory as it is (content, author, timestamp, id)."""
+def _direct_records(
+    scope: Scope, memories: list[Any], metadata: Mapping[str, object] | None
+) -> tuple[list[MemoryRecord], int]:
+    """The records of ``add_memory`` (each memory as it is: content, author, timestamp, id), and
+    how many distinct memories were given (one repeated identically is one)."""
     raw = []
     for m in memories:
+        m = {"content": m} if isinstance(m, str) else m  # a plain string is its content
         get = m.get if isinstance(m, dict) else lambda k, m=m: getattr(m, k, None)
         raw.append(
             {
@@ -143,15 +147,18 @@ def _direct_records(scope: Scope, memories: list[Any], metadata: Mapping[str, ob
         )
     ids = event_ids(raw)
     policy = resolve_policy({"preset": "all", "include_empty_text": False})
-    records = []
+    records, seen = [], set()
     for rid, r in zip(ids, raw, strict=True):
+        if rid in seen:  # the same memory again (``event_ids`` gives it the same id): one memory
+            continue
+        seen.add(rid)
         event = to_event(r, rid)
         if not event.timestamp:
             event.timestamp = time.time()
         rec = make_record(scope.app_name, scope.user_id, "_direct", event, policy, metadata)
         if rec is not None:
             records.append(rec)
-    return records
+    return records, len(seen)
 
 
 def _query_prefix(query: str) -> str:
@@ -424,12 +431,12 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         scope = self._scope(app_name, user_id)
         items = _items("memories", memories, "memories (MemoryEntry objects or dicts)")
         meta = _metadata(custom_metadata)
-        records = await _cpu(len(items) > OFF_LOOP_EVENTS, _direct_records, scope, items, meta)
+        records, new = await _cpu(len(items) > OFF_LOOP_EVENTS, _direct_records, scope, items, meta)
         async with self._engine("saving memories"):
             await self._backend.upsert(records)
         if self._facts is not None and records:
             self._facts.schedule(scope, records)
-        return SaveResult(session_id="_direct", new_events=len(items), saved=len(records))
+        return SaveResult(session_id="_direct", new_events=new, saved=len(records))
 
     async def search_memory(
         self, *, app_name: str, user_id: str, query: str, top_k: int | None = None, kind: SearchKind = "all"

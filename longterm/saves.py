@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import InvalidInputError, LongTermMemoryError
 from .policies import MemoryAutoSavePolicy
-from .records import MemoryRecord, record_id, repair_tree
+from .records import MemoryRecord, bound_depth, record_id, repair_tree
 from .sessions import Event, SessionView
 
 
@@ -36,12 +37,38 @@ def make_record(
     policy: MemoryAutoSavePolicy,
     metadata: Mapping[str, Any] | None = None,
 ) -> MemoryRecord | None:
+    """The record ``policy`` keeps of ``event`` (None: nothing kept).
+
+    Anything that goes wrong turning the event into a record (a policy, a value no engine
+    can hold) is an ``InvalidInputError`` naming the event: the caller's input, not a fault
+    of the store, and never a foreign exception out of the library.
+    """
+    try:
+        return _make_record(app_name, user_id, session_id, event, policy, metadata)
+    except LongTermMemoryError:
+        raise
+    except Exception as exc:
+        raise InvalidInputError(
+            f"event {event.id!r} of session {session_id!r} cannot be saved ({type(exc).__name__}: {exc}); "
+            "fix or leave out that event."
+        ) from exc
+
+
+def _make_record(
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    event: Event,
+    policy: MemoryAutoSavePolicy,
+    metadata: Mapping[str, Any] | None,
+) -> MemoryRecord | None:
     selected = policy.select(event)
     if selected is None:
         return None
-    meta: dict[str, Any] = repair_tree(dict(metadata)) if metadata else {}
+    # Bounded before repaired: repair_tree recurses, and metadata nests as deep as it was sent.
+    meta: dict[str, Any] = repair_tree(bound_depth(dict(metadata))) if metadata else {}
     if event.custom_metadata:
-        meta.setdefault("event_metadata", repair_tree(event.custom_metadata))
+        meta.setdefault("event_metadata", repair_tree(bound_depth(event.custom_metadata)))
     if selected.media:
         meta["media"] = selected.media
     # Plain validated construction: measured twice as fast as model_construct (whose
@@ -68,10 +95,17 @@ def plan_save(
     policy: MemoryAutoSavePolicy,
     metadata: Mapping[str, Any] | None = None,
 ) -> SavePlan:
+    """The records to write for the events of ``view`` not in ``saved``, and the ids they cover.
+
+    An id that comes twice in ``view`` (an identical event repeated, see ``event_ids``) is one
+    event: covered and written once, so the ``SaveResult`` counts what was written.
+    """
     plan = SavePlan()
+    planned: set[str] = set()
     for i, eid in enumerate(view.event_ids):
-        if eid in saved:
+        if eid in saved or eid in planned:
             continue
+        planned.add(eid)
         plan.covered.append(eid)
         record = make_record(view.app_name, view.user_id, view.session_id, view.event(i), policy, metadata)
         if record is not None:

@@ -12,12 +12,15 @@ gives every event's id cheaply and converts on demand.
 Events without an id (hand-written transcripts) get one derived from their author,
 timestamp and content (as repaired, i.e. as stored), plus an occurrence counter for
 identical repeats, so importing the same transcript twice derives the same ids and
-writes nothing new.
+writes nothing new. An explicit id repeated in one session names one event when the events
+are identical, and otherwise the later ones get ids of their own (``event_ids``): one id,
+one record, so no event silently overwrites another.
 
 This is the one input gate: session and event ids are checked (``check_id``), text is
-repaired (``repair_unicode``), and times are read by ``parse_timestamp``, our own ISO 8601
-reader, because ``datetime.fromisoformat`` accepts different forms on Python 3.10 and 3.11+
-and one odd timestamp would otherwise fail a whole session on one Python only.
+repaired (``repair_unicode``), tool calls and responses are bounded in depth (``bound_depth``,
+so every engine can read the record back), and times are read by ``parse_timestamp``, our
+own ISO 8601 reader, because ``datetime.fromisoformat`` accepts different forms on Python
+3.10 and 3.11+ and one odd timestamp would otherwise fail a whole session on one Python only.
 """
 
 from __future__ import annotations
@@ -32,8 +35,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import to_jsonable_python
 
-from .errors import InvalidInputError
-from .records import MAX_TIMESTAMP, MIN_TIMESTAMP, check_id, repair_tree, repair_unicode
+from .errors import InvalidInputError, LongTermMemoryError
+from .records import (
+    MAX_ID_CHARS,
+    MAX_TIMESTAMP,
+    MIN_TIMESTAMP,
+    bound_depth,
+    check_id,
+    repair_tree,
+    repair_unicode,
+    tree_text,
+)
 
 
 def _plain(obj: Any) -> Any:
@@ -150,6 +162,16 @@ class Part(BaseModel):
     def _text(cls, v: str | None) -> str | None:
         return v if v is None else repair_unicode(v)
 
+    @field_validator(
+        "function_call", "function_response", "inline_data", "file_data", "executable_code", "code_execution_result"
+    )
+    @classmethod
+    def _bounded(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        # Tool arguments and responses nest as deep as a caller sends them; what is kept is
+        # bounded here, before classification serializes it (see records.bound_depth). Other
+        # fields a part may hold are bounded where the part is stored (classify._part_dict).
+        return v if v is None else bound_depth(v)
+
 
 class Content(BaseModel):
     model_config = ConfigDict(extra="allow")
@@ -243,28 +265,68 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
     return getattr(obj, name, default)
 
 
-def _derived_event_id(raw: Any) -> str:
+def _event_digest(raw: Any) -> str:
+    """A hash of an event's author, timestamp and content: derived ids, duplicate checks."""
     # Hashed as repaired (lone surrogates -> U+FFFD), which is how the content is stored;
     # for valid text that is the raw event, so ids derived before repair existed still match.
     # Media bytes are hashed as base64: they need not be UTF-8.
-    content = to_jsonable_python(_plain(_get(raw, "content")), fallback=str, bytes_mode="base64")
-    body = repair_tree({"author": _get(raw, "author"), "timestamp": _get(raw, "timestamp"), "content": content})
-    text = json.dumps(body, sort_keys=True, ensure_ascii=False, default=str)
-    return "derived-" + hashlib.sha256(text.encode()).hexdigest()[:24]
+    author, timestamp, content = _get(raw, "author"), _get(raw, "timestamp"), _plain(_get(raw, "content"))
+    try:
+        content = to_jsonable_python(content, fallback=str, bytes_mode="base64")
+        body = repair_tree({"author": author, "timestamp": timestamp, "content": content})
+        text = json.dumps(body, sort_keys=True, ensure_ascii=False, default=str)
+    except (ValueError, RecursionError):
+        # Nested too deep for the serializer (~255 levels): such events raised before, so no
+        # stored id depends on this form; it is deterministic and never raises.
+        text = repair_unicode(tree_text({"author": author, "timestamp": timestamp, "content": content}))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _derived_event_id(raw: Any) -> str:
+    return "derived-" + _event_digest(raw)[:24]
+
+
+def _other_event_id(eid: str, digest: str) -> str:
+    """The id of an event that reuses ``eid`` with other content: ``eid#`` and a digest of its
+    content, so it does not depend on what else the session holds or will hold."""
+    suffix = "#" + digest[:16]
+    return eid[: MAX_ID_CHARS - len(suffix)] + suffix
 
 
 def event_ids(raw_events: list[Any]) -> list[str]:
-    """Each event's id, checked; derived (stable across re-imports) where the event has none."""
+    """Each event's id, checked; derived (stable across re-imports) where the event has none.
+
+    An explicit id that comes again in the same session: an identical event (same author,
+    timestamp and content) is the same event and gets the same id (``plan_save`` counts it
+    once); a different one is kept under ``_other_event_id``, so no event overwrites another.
+    Sessions without repeated ids keep their ids as they are.
+    """
     ids: list[str] = []
     seen: dict[str, int] = {}
-    for raw in raw_events:
+    first: dict[str, Any] = {}  # explicit id -> the first event holding it
+    variants: dict[str, dict[str, str]] = {}  # explicit id -> {content digest: id given}
+    for i, raw in enumerate(raw_events):
         eid = _get(raw, "id")
         eid = "" if eid is None else str(eid)
-        if not eid.strip():
-            base = _derived_event_id(raw)
-            n = seen.get(base, 0)
-            seen[base] = n + 1
-            eid = base if n == 0 else f"{base}-{n}"
+        try:
+            if not eid.strip():
+                base = _derived_event_id(raw)
+                n = seen.get(base, 0)
+                seen[base] = n + 1
+                eid = base if n == 0 else f"{base}-{n}"
+            elif eid not in first:
+                first[eid] = raw
+            else:
+                table = variants.get(eid)
+                if table is None:
+                    table = variants[eid] = {_event_digest(first[eid]): eid}
+                digest = _event_digest(raw)
+                eid = table.setdefault(digest, _other_event_id(eid, digest))
+        except LongTermMemoryError:
+            raise
+        except Exception as exc:
+            which = f"event {eid!r}" if eid.strip() else f"event #{i}"
+            raise InvalidInputError(f"{which} of the session cannot be read ({type(exc).__name__}: {exc}).") from exc
         ids.append(check_id("event id", eid))
     return ids
 
@@ -296,6 +358,7 @@ def read_session(obj: Any) -> SessionView:
 
 def to_event(raw: Any, event_id: str | None = None) -> Event:
     """Convert one raw event (ADK Event, dict, our Event) into our Event."""
+    which = f"event {event_id!r}" if event_id else "event"
     try:
         if isinstance(raw, Event):
             ev = raw
@@ -304,8 +367,11 @@ def to_event(raw: Any, event_id: str | None = None) -> Event:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        which = f"event {event_id!r}" if event_id else "event"
         raise InvalidInputError(f"{which} is malformed at '{where}': {first['msg']}") from None
+    except LongTermMemoryError:
+        raise
+    except Exception as exc:  # an object whose dump fails, say: name the event, not the library
+        raise InvalidInputError(f"{which} cannot be read ({type(exc).__name__}: {exc}).") from exc
     if event_id and ev.id != event_id:
         ev = ev.model_copy(update={"id": event_id})
     return ev

@@ -128,12 +128,16 @@ def _parse(path: Path) -> list[Any]:
         return doc if isinstance(doc, list) else [doc]
     except json.JSONDecodeError:
         pass
+    except RecursionError:
+        raise InvalidInputError(f"{path}: JSON nested too deeply to read; flatten the file.") from None
     items = []
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             items.append(json.loads(line))
+        except RecursionError:
+            raise InvalidInputError(f"{path}:{n}: JSON nested too deeply to read; flatten the line.") from None
         except json.JSONDecodeError as exc:
             raise InvalidInputError(f"{path}:{n}: not JSON ({exc.msg}); expected JSON or JSON Lines.") from None
     return items

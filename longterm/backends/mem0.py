@@ -31,7 +31,7 @@ from ..core.errors import Rule
 from ..core.ledger import SideLedger
 from ..core.scope import scope_key
 from ..errors import BackendUnavailableError, ConfigurationError, require
-from ..records import MemoryRecord, Scope
+from ..records import MemoryRecord, Scope, parse_record
 from ..retrieval.embedders import resolve_embedder
 from ..retrieval.embedders.adapters import Mem0Embedding
 
@@ -67,7 +67,7 @@ def _to_record(item: dict[str, Any]) -> MemoryRecord | None:
     stored, text = (item.get("metadata") or {}).get("longterm"), item.get("memory") or ""
     if not isinstance(stored, str):
         return None
-    rec = MemoryRecord.model_validate_json(stored)
+    rec = parse_record(stored)
     update: dict[str, Any] = {"metadata": {**rec.metadata, "mem0_id": item.get("id")}}
     if rec.text != text:
         update.update(text=text, content={"role": rec.role, "parts": [{"text": text}]})

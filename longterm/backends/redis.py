@@ -25,7 +25,7 @@ from ..core.engine import Engine, Query
 from ..core.errors import Rule
 from ..core.scope import safe_name, scope_key
 from ..errors import BackendError, BackendUnavailableError, ConfigurationError, require
-from ..records import MemoryRecord, Scope
+from ..records import MemoryRecord, Scope, parse_record
 from ..retrieval.text import index_terms, query_terms
 
 START_HINT = "Run Redis Stack (image redis/redis-stack-server), or start redis-server with --loadmodule redisearch.so."
@@ -94,7 +94,7 @@ def _hits(reply: list[Any], bm25: bool = False) -> list[tuple[MemoryRecord, floa
     for i in range(1, len(reply), step):
         d = dict(zip(*[iter(reply[i + step - 1])] * 2, strict=True))
         score = float(reply[i + 1]) if bm25 else 1 - float(d[b"vscore"])
-        out.append((MemoryRecord.model_validate_json(d[b"doc"]), score))
+        out.append((parse_record(d[b"doc"]), score))
     return out
 
 
@@ -114,7 +114,10 @@ class RedisBackend(Engine):
         # One thread per connection. Sockets wait a little longer than a caller does, so a caller hears
         # "did not answer within t s" and the thread is free soon after; RESP2: the same replies everywhere.
         timeouts = {"timeout": t + 1, "socket_timeout": t + 1, "socket_connect_timeout": t + 1}
-        pool = redis.BlockingConnectionPool.from_url(self.url, max_connections=n, protocol=2, **timeouts)
+        try:
+            pool = redis.BlockingConnectionPool.from_url(self.url, max_connections=n, protocol=2, **timeouts)
+        except ValueError as exc:  # a scheme or a port redis-py cannot read
+            raise ConfigurationError(f"the redis url {where!r} is not valid ({exc}); {RedisConfig.URL_FORM}") from None
         self._r = redis.Redis(connection_pool=pool)
         self._save, self._erase = (self._r.register_script(s) for s in (_SAVE, _ERASE))
 
@@ -133,8 +136,6 @@ class RedisBackend(Engine):
 
     def _ledger_key(self, scope: Scope, session_id: str) -> str:
         return f"{self.ns}l:{scope_key(scope.app_name, scope.user_id, session_id)}"
-
-    # -- primitives -------------------------------------------------------------------------
 
     def _open(self) -> None:
         vector = () if self.embedder is None else (*VECTOR, self.embedder.dim)
@@ -224,7 +225,7 @@ class RedisBackend(Engine):
             for key in keys:
                 pipe.hget(key, "doc")
             docs = pipe.execute()
-        records = [MemoryRecord.model_validate_json(d) for d in docs if d is not None]
+        records = [parse_record(d) for d in docs if d is not None]
         return records, ((position, seen) if position else None)
 
     def _ledger_saved(self, scope: Scope, session_id: str) -> set[str]:

@@ -13,7 +13,7 @@ none of this imports an engine's client library.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -44,6 +44,7 @@ class RedisConfig(HybridSettings):
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
+    URL_FORM: ClassVar[str] = "use redis://[user:password@]host:port/db (rediss:// for TLS, unix:///path.sock)."
     url: str | None = None
     """``redis://[user:password@]host:port/db``; default ``$LONGTERM_REDIS_URL``."""
     host: str | None = None
@@ -111,7 +112,7 @@ def resolve_auth(cfg: OpenSearchConfig) -> tuple[str, str | None] | None:
     """(username, password) from the config, else ``LONGTERM_OPENSEARCH_*`` (or VeADK's ``DATABASE_OPENSEARCH_*``)."""
     username = cfg.username or env("LONGTERM_OPENSEARCH_USERNAME", "DATABASE_OPENSEARCH_USERNAME")
     password = cfg.password or env("LONGTERM_OPENSEARCH_PASSWORD", "DATABASE_OPENSEARCH_PASSWORD")
-    return (username, password) if username else None
+    return (username, password or "") if username else None  # a user without a password sends an empty one
 
 
 class QdrantConfig(HybridSettings):

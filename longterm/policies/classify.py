@@ -52,7 +52,7 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from ..records import repair_tree
+from ..records import bound_depth, repair_tree, repair_unicode, tree_text
 from ..sessions import Event, Part
 
 #: Every accepted spelling of a role, lower-cased, to its canonical name.
@@ -104,13 +104,26 @@ def normalize_role(event: Event) -> str:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(repair_tree(to_jsonable_python(value, fallback=str)), ensure_ascii=False, sort_keys=True)
+    """Tool arguments or a response as JSON text, for search; never raises.
+
+    ``Part`` bounds the nesting it holds, but an object inside it (a model, say) can still
+    hide a deep structure, which pydantic's serializer refuses past ~255 levels.
+    """
+    try:
+        return json.dumps(repair_tree(to_jsonable_python(value, fallback=str)), ensure_ascii=False, sort_keys=True)
+    except (ValueError, RecursionError):
+        return repair_unicode(tree_text(value))
 
 
 def _part_dict(part: Part) -> dict[str, Any]:
     body = part.model_dump(exclude_none=True)
     body.pop("thought_signature", None)  # opaque bytes, meaningless outside the model call
-    return repair_tree(to_jsonable_python(body, fallback=str))
+    try:
+        # Bounded twice: the dump as sent (fields other than tool calls nest freely), and
+        # what the serializer made of objects in it.
+        return repair_tree(bound_depth(to_jsonable_python(bound_depth(body), fallback=str)))
+    except (ValueError, RecursionError):  # a deep structure hidden in an object (see _json)
+        return {"text": repair_unicode(tree_text(body))}
 
 
 def _media_unit(part: Part) -> Unit:
@@ -174,8 +187,8 @@ def classify(event: Event) -> Classified:
         if unit is not None:
             out.units.append(unit)
     for tr in (event.input_transcription, event.output_transcription):
-        text = (tr or {}).get("text")
-        if text and text.strip():
+        text = tr.get("text") if isinstance(tr, dict) else None
+        if isinstance(text, str) and text.strip():
             out.units.append(Unit(types=("transcription",), text=text, part={"text": text}))
     if event.error_code or event.error_message:
         text = f"error {event.error_code or ''}: {event.error_message or ''}".replace("error :", "error:")

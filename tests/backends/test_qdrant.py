@@ -243,3 +243,20 @@ async def test_qdrant_client_points_read_by_every_version_and_old_points_by_this
     assert await backend.count(scope) == 2 and old in [r async for r in backend.scan(scope)]
     assert await backend.delete(scope, session_id="old") == 1 and await backend.count(scope) == 1
     await memory.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_an_index_name_of_300_characters_works_and_stays_apart(tmp_path: Path, engine: str):
+    """The index defaults to the app name, which may be long: a 300-character one failed
+    ("File name too long" on edge, "at most 255 characters" in local mode)."""
+    long_a, long_b = "a" * 299 + "1", "a" * 299 + "2"
+    first = _memory(tmp_path / "q", engine, index=long_a)
+    await first.add_session_to_memory(make_session(turns=[("user", "I keep bees")]))
+    await first.close()
+    second = _memory(tmp_path / "q", engine, index=long_b)
+    assert await second.count(app_name="app", user_id="u1") == 0
+    await second.close()
+    first = _memory(tmp_path / "q", engine, index=long_a)
+    res = await first.search_memory(app_name="app", user_id="u1", query="bees")
+    assert [m.content.parts[0].text for m in res.memories] == ["I keep bees"]
+    await first.close()

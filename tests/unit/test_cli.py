@@ -285,3 +285,11 @@ def test_a_transcript_with_a_byte_order_mark_imports(tmp_path: Path):
     r = run("--config", config, "import", str(transcript), "--app", "a", "--user", "u")
     assert r.exit_code == 0, r.output
     assert "figs" in run("--config", config, "search", "figs", "--app", "a", "--user", "u").output
+
+
+def test_a_json_file_nested_past_what_python_reads_is_one_error_line(tmp_path: Path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    config = json.dumps({"path": str(tmp_path / "m.db")})
+    r = run("--config", config, "import", str(deep), "--app", "a", "--user", "u")
+    assert r.exit_code == 1 and "nested too deeply" in r.output and "internal error" not in r.output, r.output

@@ -44,3 +44,14 @@ def test_an_out_of_range_value_is_refused_naming_its_key(backend: str, config: d
 def test_the_prefixes_the_suite_and_the_default_use_are_accepted() -> None:
     for prefix in ("longterm:", "t0123abcd:", "my.app-1_x:"):
         assert LongTermMemory(backend="redis", backend_config={"prefix": prefix}).backend_name == "redis"
+
+
+def test_a_redis_url_redis_py_cannot_read_is_a_configuration_error_saying_the_form() -> None:
+    for url in ("http://127.0.0.1:6379", "redis://127.0.0.1:notaport/0"):
+        with pytest.raises(ConfigurationError, match=r"redis url .* is not valid .* use redis://"):
+            LongTermMemory(backend="redis", backend_config={"url": url})
+
+
+def test_an_opensearch_user_without_a_password_sends_an_empty_one() -> None:
+    memory = LongTermMemory(backend="opensearch", backend_config={"username": "reader", "url": "http://127.0.0.1:1"})
+    assert memory.backend_instance.auth == ("reader", "")

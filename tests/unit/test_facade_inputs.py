@@ -328,3 +328,14 @@ async def test_cutting_a_query_changes_no_result_when_its_terms_fit(tmp_path: Pa
     assert memory_module._query_prefix(f"{word} kiwifruit") == word
     assert memory_module._query_prefix("k" * (memory_module.MAX_QUERY_CHARS + 5)) == "k" * memory_module.MAX_QUERY_CHARS
     await m.close()
+
+
+async def test_add_memory_counts_what_it_wrote_and_takes_plain_strings(tmp_path: Path):
+    memory = _memory(tmp_path)
+    same = {"id": "m1", "content": "I keep bees"}
+    result = await memory.add_memory(app_name="app", user_id="u1", memories=[same, dict(same)])
+    assert (result.new_events, result.saved) == (1, 1)
+    result = await memory.add_memory(app_name="app", user_id="u1", memories=["I grow figs"])
+    assert (result.new_events, result.saved) == (1, 1)
+    assert await memory.count(app_name="app", user_id="u1") == 2
+    await memory.close()

@@ -23,7 +23,7 @@ from ...core.engine import Engine, Query
 from ...core.errors import Rule
 from ...core.scope import safe_name
 from ...errors import BackendError, BackendUnavailableError, ConfigurationError
-from ...records import Hit, MemoryRecord, Scope
+from ...records import Hit, MemoryRecord, Scope, parse_record
 from ...retrieval.sparse import document_vector, query_vector
 
 SPARSE, DENSE = "text", "dense"
@@ -53,8 +53,9 @@ RULES = (
 
 
 def collection_name(prefix: str, index: str) -> str:
-    """``prefix + index`` in ``[A-Za-z0-9_-]``; distinct indexes stay distinct."""
-    return safe_name(f"{prefix}{index}", "A-Za-z0-9_-", sep="_")
+    """``prefix + index`` in ``[A-Za-z0-9_-]``, at most 200 characters (Qdrant allows 255, and a
+    directory name as many bytes; the ledger's name is longer); distinct indexes stay distinct."""
+    return safe_name(f"{prefix}{index}", "A-Za-z0-9_-", sep="_", limit=200)
 
 
 def point_id(record_id: str) -> str:
@@ -75,7 +76,7 @@ def name_id(*parts: str) -> str:
 def to_record(payload: dict[str, Any]) -> MemoryRecord:
     """The record a point holds: as JSON under ``RECORD``, or spread out (stores of 0.1)."""
     packed = payload.get(RECORD)
-    return MemoryRecord.model_validate_json(packed) if packed else MemoryRecord.model_validate(payload)
+    return parse_record(packed) if packed else MemoryRecord.model_validate(payload)
 
 
 class QdrantEngine(Engine):
