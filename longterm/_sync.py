@@ -1,21 +1,41 @@
 """Blocking wrappers for scripts: run coroutines on one private event loop thread.
 
-The seam: ``SyncPortal().call(coro)`` blocks until ``coro`` finished on the portal's loop.
+The seam: ``SyncPortal().call(coro)`` blocks until ``coro`` finished on the portal's loop;
+``stop()`` ends the loop once every call in flight has ended; a call after that runs on a loop
+of its own (a closed memory answers it at once: "closed", or nothing to do for a second close).
 
 Why a loop in a thread of its own instead of ``asyncio.run`` per call: it lets the wrappers
 work even where a loop is already running (Jupyter, an async web handler calling a sync
 helper). Engines bind nothing to a loop (``core.engine``), so the wrappers and async code
 may use one memory at once.
+
+Why ``stop`` drains: other threads may be blocked in ``call`` when one thread closes the
+memory. A loop stopped under them would never resolve their futures (they would wait
+forever), so ``stop`` lets their calls finish (closed engines fail them at once), cancels
+what is left after a grace period, and fails any future the loop could not resolve.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import logging
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from .errors import BackendError
+
+log = logging.getLogger("longterm.sync")
+
 T = TypeVar("T")
+
+#: Seconds ``stop`` lets calls of other threads finish before cancelling them.
+STOP_GRACE = 10.0
+#: Seconds ``stop`` waits for cancelled calls to unwind, and for the loop thread to end.
+_UNWIND = 2.0
+
+_CLOSED_WHILE = "the memory was closed while this call ran; open a new LongTermMemory and retry it there."
 
 
 class SyncPortal:
@@ -23,28 +43,101 @@ class SyncPortal:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-
-    def _ensure(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(target=loop.run_forever, name="longterm-sync", daemon=True)
-                thread.start()
-                self._loop, self._thread = loop, thread
-            return self._loop
+        self._stopped = False
+        self._calls: set[concurrent.futures.Future[Any]] = set()
 
     def call(self, coro: Coroutine[Any, Any, T]) -> T:
-        loop = self._ensure()
-        if threading.current_thread() is self._thread:
-            coro.close()
-            raise RuntimeError("a longterm *_sync method was called from its own loop; await the async method instead")
-        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+        with self._lock:  # submitting under the lock: ``stop`` sees every call it must drain
+            stopped = self._stopped
+            if not stopped:
+                if self._loop is None:
+                    loop = asyncio.new_event_loop()
+                    thread = threading.Thread(target=loop.run_forever, name="longterm-sync", daemon=True)
+                    thread.start()
+                    self._loop, self._thread = loop, thread
+                if threading.current_thread() is self._thread:
+                    coro.close()
+                    raise RuntimeError(
+                        "a longterm *_sync method was called from its own loop; await the async method instead"
+                    )
+                future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+                self._calls.add(future)
+        if stopped:
+            return _run_alone(coro)
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:
+            if self._stopped:
+                raise BackendError(_CLOSED_WHILE) from None
+            raise
+        finally:
+            with self._lock:
+                self._calls.discard(future)
 
-    def stop(self) -> None:
+    def stop(self, grace: float = STOP_GRACE) -> None:
+        """Let the calls in flight end (at most ``grace`` s, then cancelled), then end the loop;
+        later calls run alone (``_run_alone``). A second stop does nothing."""
         with self._lock:
-            if self._loop is not None:
-                self._loop.call_soon_threadsafe(self._loop.stop)
-                if self._thread is not None:
-                    self._thread.join(timeout=5)
-                self._loop.close()
-                self._loop = self._thread = None
+            if self._stopped:
+                return
+            self._stopped = True
+            loop, thread = self._loop, self._thread
+            calls = list(self._calls)
+        if loop is None or thread is None:
+            return
+        if threading.current_thread() is thread:  # cannot block its own loop: cancel and stop
+            for f in calls:
+                f.cancel()
+            loop.stop()
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(_drain(calls, grace), loop).result(grace + 2 * _UNWIND)
+        except Exception:  # the loop is blocked or broken: the fallback below frees the callers
+            log.debug("draining the sync portal's loop", exc_info=True)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=_UNWIND)
+            if not thread.is_alive():
+                loop.close()
+            for f in calls:  # whatever the loop could not resolve must not leave a caller waiting
+                if not f.done():
+                    try:
+                        f.set_exception(BackendError(_CLOSED_WHILE))
+                    except concurrent.futures.InvalidStateError:
+                        pass
+
+
+def _run_alone(coro: Coroutine[Any, Any, T]) -> T:
+    """After ``stop``: ``coro`` on a loop and thread of its own, so a late call (or a second close)
+    gets what the closed memory answers (its "closed" error, or nothing to do) and never a hang."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["result"] = asyncio.run(coro)
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, name="longterm-sync-closed", daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+async def _drain(calls: list[concurrent.futures.Future[Any]], grace: float) -> None:
+    """On the portal's loop: wait for ``calls`` (at most ``grace`` s), cancel the rest and every other task."""
+    if calls:
+        waits = [asyncio.wrap_future(f) for f in calls]
+        for w in waits:  # the callers read the outcomes; these copies must not log them as lost
+            w.add_done_callback(lambda w: w.cancelled() or w.exception())
+        await asyncio.wait(waits, timeout=grace)
+    for f in calls:
+        f.cancel()  # a pending call's future: cancelling it cancels its task; its caller is told why
+    me = asyncio.current_task()
+    others = [t for t in asyncio.all_tasks() if t is not me and not t.done()]
+    for t in others:
+        t.cancel()
+    if others:
+        await asyncio.wait(others, timeout=_UNWIND)

@@ -723,9 +723,9 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
 
     def close_sync(self) -> None:
         self._sync(self.close())
-        if self._portal is not None:
-            self._portal.stop()
-            self._portal = None
+        portal = self._portal
+        if portal is not None:
+            portal.stop()  # kept: a later *_sync call runs on its own and hears "closed"
 
 
 __all__ = ["LongTermMemory", "SaveResult"]

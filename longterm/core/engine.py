@@ -121,6 +121,9 @@ class Engine:
         self._prepare_lock = threading.Lock()
         self._prepared = False
         self._closed = False
+        self._busy = threading.Condition()
+        self._active = 0
+        """Primitives running now (``_call``); ``_shut`` waits for them to end."""
         self.vectors_off: str | None = None
         """Why this store answers from full text although an embedder is configured."""
         self.embed_later = (
@@ -242,6 +245,9 @@ class Engine:
     # -- machinery -------------------------------------------------------------------------
 
     def _shut(self) -> None:
+        with self._busy:  # what runs on another worker ends before the connection does
+            if not self._busy.wait_for(lambda: self._active == 0, timeout=self.timeout):
+                log.warning("%s %s: closing while %d operations still run", self.name, self.where, self._active)
         try:
             self._close()
         finally:
@@ -288,30 +294,54 @@ class Engine:
                 self._later.start()
                 self._wake.set()  # what an earlier run left unembedded, too
 
+    def _closed_error(self) -> BackendError:
+        return BackendError(f"the {self.name} store at {self.where} is closed; open a new LongTermMemory.")
+
     def _call(self, what: str, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
-        for attempt in (0, 1):
+        """``fn(*args)`` on this thread: prepared first, errors translated, counted in ``_active``.
+
+        Checked against ``_closed`` under ``_busy``, so nothing starts once ``close`` began and
+        ``_shut`` can wait for what started before: no primitive runs on a closed connection."""
+        with self._busy:
             if self._closed:
-                raise BackendError(f"the {self.name} store at {self.where} is closed; open a new LongTermMemory.")
-            try:
-                self._prepare()
-                return fn(*args)
-            except (KeyboardInterrupt, SystemExit, GeneratorExit):
-                raise
-            except BaseException as exc:  # native engines panic with BaseExceptions (pyo3's PanicException)
-                err, reopen = self._translate(exc, what)
-                if reopen and attempt == 0:
-                    log.warning("%s %s: %s; preparing the store again and retrying once", self.name, self.where, err)
-                    with self._prepare_lock:
-                        self._prepared = False
-                    continue
-                if err is exc:
+                raise self._closed_error()
+            self._active += 1
+        try:
+            for attempt in (0, 1):
+                try:
+                    self._prepare()
+                    return fn(*args)
+                except (KeyboardInterrupt, SystemExit, GeneratorExit):
                     raise
-                raise err from exc
-        raise AssertionError("unreachable")
+                except BaseException as exc:  # native engines panic with BaseExceptions (pyo3's PanicException)
+                    err, reopen = self._translate(exc, what)
+                    if reopen and attempt == 0 and not self._closed:
+                        log.warning(
+                            "%s %s: %s; preparing the store again and retrying once", self.name, self.where, err
+                        )
+                        with self._prepare_lock:
+                            self._prepared = False
+                        continue
+                    if err is exc:
+                        raise
+                    raise err from exc
+            raise AssertionError("unreachable")
+        finally:
+            with self._busy:
+                self._active -= 1
+                self._busy.notify_all()
 
     async def _run(self, what: str, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` on the engine's threads, awaited from any loop, within the deadline."""
-        future = asyncio.wrap_future(self._pool.submit(self._call, what, fn, args))
+        """``fn(*args)`` on the engine's threads, awaited from any loop, within the deadline.
+
+        A closed engine answers with its "closed" error (never the pool's RuntimeError)."""
+        if self._closed:
+            raise self._closed_error()
+        try:
+            submitted = self._pool.submit(self._call, what, fn, args)
+        except RuntimeError:  # the pool shut down between the check and the submit
+            raise self._closed_error() from None
+        future = asyncio.wrap_future(submitted)
         if self.timeout is None:
             return await future
         try:
@@ -338,6 +368,8 @@ class Engine:
     def _embed_batch(self) -> int:
         """Embed one batch of the records saved without vectors; how many (0: none left)."""
         assert self.embedder is not None
+        if self._closed:
+            raise self._closed_error()
         with self._later_lock:
             read = self._pool.submit(self._call, "reading memories to embed", self._unembedded, (EMBED_BATCH,))
             batch = read.result(self.timeout)
@@ -503,9 +535,15 @@ class Engine:
             await self._run("writing the ledger", self._ledger_mark, scope, session_id, list(event_ids))
 
     async def close(self) -> None:
-        """Release the engine; a second close does nothing."""
-        if self._closed:
-            return
+        """Release the engine; a second close does nothing.
+
+        Closed first, released second: from here on every operation (queued, or asked for
+        from any thread or loop) fails with the "closed" error instead of reaching the
+        connection that ``_shut`` releases once the running ones ended."""
+        with self._busy:
+            if self._closed:
+                return
+            self._closed = True
         self._stopping = True  # the background embedder stops at its next step
         self._wake.set()
         try:
@@ -513,7 +551,6 @@ class Engine:
         except BaseException:  # closing: nothing left to release, but say what happened
             log.debug("closing %s %s", self.name, self.where, exc_info=True)
         finally:
-            self._closed = True
             self._pool.shutdown(wait=False)
             close = getattr(self.embedder, "close", None)
             if callable(close):
