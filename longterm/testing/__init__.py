@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..records import MemoryRecord, record_id
+
 
 def make_session(
     sid: str = "s1",
@@ -42,4 +44,14 @@ def make_session(
     }
 
 
-__all__ = ["make_session"]
+def make_record(
+    text: str, *, app: str = "app", user: str = "u1", session: str = "s", event: str = "e", **fields: Any
+) -> MemoryRecord:
+    """A record as a save makes it (its id derived from app, user, session and event), for tests
+    that write records directly (``upsert_records``)."""
+    fields.setdefault("timestamp", 1_700_000_000.0)
+    rid = record_id(app, user, session, event)
+    return MemoryRecord(id=rid, app_name=app, user_id=user, session_id=session, event_id=event, text=text, **fields)
+
+
+__all__ = ["make_record", "make_session"]

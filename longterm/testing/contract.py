@@ -54,12 +54,11 @@ from .. import (
     InvalidInputError,
     LongTermMemory,
     LongTermMemoryError,
-    MemoryRecord,
     Scope,
     record_id,
 )
 from ..core import registry
-from . import make_session
+from . import make_record, make_session
 from ._writer import REFUSED, write
 
 #: Longest any concurrent part of a test may run before it counts as a hang and fails.
@@ -223,18 +222,7 @@ class ContractSuite:
     async def test_upsert_is_idempotent_by_id(self, memory: LongTermMemory):
         scope = Scope(app_name="app", user_id="u1")
         text = "the quick brown fox"
-        rec = MemoryRecord(
-            id=record_id("app", "u1", "s", "e"),
-            app_name="app",
-            user_id="u1",
-            session_id="s",
-            event_id="e",
-            author="user",
-            role="user",
-            text=text,
-            content={"role": "user", "parts": [{"text": text}]},
-            timestamp=1.0,
-        )
+        rec = make_record(text, author="user", role="user", timestamp=1.0)
         backend = memory.backend_instance
         await backend.upsert([rec])
         await backend.upsert([rec])

@@ -24,7 +24,8 @@ from typing import Any
 
 import pytest
 
-from longterm import LongTermMemory, LongTermMemoryError, MemoryRecord, record_id
+from longterm import LongTermMemory, LongTermMemoryError
+from longterm.testing import make_record
 from tests.conftest import make_session
 from tests.faults.conftest import ROOT
 
@@ -64,15 +65,7 @@ def _not_a_store(path: Path) -> None:
 def _calls(memory: LongTermMemory) -> dict[str, Callable[[], Any]]:
     """Every API call a user makes, on data the store holds and on new data."""
     new = make_session("new", user="u0", turns=[("user", "a new thought about roses")])
-    record = MemoryRecord(
-        id=record_id("app", "u0", "restore", "e1"),
-        app_name="app",
-        user_id="u0",
-        session_id="restore",
-        event_id="e1",
-        text="restored memory",
-        timestamp=1_700_000_000.0,
-    )
+    record = make_record("restored memory", user="u0", session="restore", event="e1")
 
     async def scan() -> int:
         return len([r async for r in memory.iter_records(app_name="app", user_id="u1")])

@@ -22,8 +22,9 @@ from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
 from longterm import InvalidInputError, LongTermMemory
-from longterm.records import MAX_DEPTH, MemoryRecord, bound_depth, parse_record, record_id, repair_tree, tree_text
+from longterm.records import MAX_DEPTH, MemoryRecord, bound_depth, parse_record, repair_tree, tree_text
 from longterm.sessions import _plain, event_ids
+from longterm.testing import make_record
 from tests.contract import conftest as contract
 
 # The contract suite's engine fixtures (as tests/faults does), bound by assignment so that
@@ -169,15 +170,7 @@ async def test_a_store_holding_an_over_deep_record_stays_searchable_and_erasable
     memory: LongTermMemory, provider_id: str
 ) -> None:
     # A record as an earlier version wrote it: metadata 230 levels deep, past pydantic's reader.
-    good = MemoryRecord(
-        id=record_id("app", "u1", "_direct", "old"),
-        app_name="app",
-        user_id="u1",
-        session_id="_direct",
-        event_id="old",
-        text="plum from before",
-        timestamp=1_700_000_000,
-    )
+    good = make_record("plum from before", session="_direct", event="old")
     old = MemoryRecord.model_construct(**{**good.__dict__, "metadata": {"x": deep(230)}})
     await memory.upsert_records([old])
     assert await texts(memory, "plum from before") == ["plum from before"]
