@@ -16,21 +16,29 @@ store connection); nothing on the HTTP side is bound to a user but the server it
 from __future__ import annotations
 
 import contextlib
+import io
+import json
 import socket
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ..memory import LongTermMemory
+from ..records import bound_depth, repair_tree
 from .auth import Tokens
 from .tools import build_server
 
+#: Levels a JSON-RPC message over stdio keeps (its envelope takes 4): deeper arguments arrive as
+#: their JSON text and get a tool error, where pydantic (200 levels) made the SDK drop the line.
+MESSAGE_DEPTH = 64
 #: Path of the MCP endpoint over HTTP.
 ENDPOINT = "/mcp"
 #: Addresses that only this machine reaches.
@@ -40,10 +48,39 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MAX_BODY_BYTES = 16 * 1024 * 1024
 
 
+def _repaired(line: str) -> str:
+    """One stdin line as text the SDK reads: lone surrogates (``"\\ud800"``, valid JSON) replaced and
+    nesting bounded, so a hostile argument reaches the tool and gets a tool error. Left as it is
+    when it is no JSON: the SDK reports that."""
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return line
+    return json.dumps(bound_depth(repair_tree(message), MESSAGE_DEPTH), ensure_ascii=False) + "\n"
+
+
+class _RepairedStdin:
+    """This process's stdin as the SDK's stdio transport iterates it, each line ``_repaired``.
+
+    Why: the SDK validates each line with pydantic, which refuses a lone surrogate or a message
+    nested past 200 levels, and drops such a line with a debug log: the client then waits for
+    an answer that never comes (over HTTP the same request gets a 400)."""
+
+    def __init__(self) -> None:
+        self._lines = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        async for line in self._lines:
+            yield _repaired(line)
+
+
 async def serve_stdio(memory: LongTermMemory, *, app_name: str, user_id: str) -> None:
     """Serve ``user_id``'s memory tools on stdin/stdout until the client closes them."""
+    server = build_server(memory, app_name=app_name, user_id=user_id)
     try:
-        await build_server(memory, app_name=app_name, user_id=user_id).run_stdio_async()
+        async with stdio_server(stdin=_RepairedStdin()) as (read, write):  # type: ignore[arg-type]
+            # What MCPServer.run_stdio_async does, with our stdin (mcp 2.x, pinned below 3).
+            await server._lowlevel_server.run(read, write, server._lowlevel_server.create_initialization_options())
     finally:
         await memory.close()
 

@@ -163,3 +163,62 @@ async def test_the_documented_client_configuration_starts_a_working_server(tmp_p
             await ok(client, "save_memory", {"text": "Configured from the README snippet"})
             assert texts(await ok(client, "search_memory", {"query": "README snippet"})) != []
     assert (tmp_path / ".longterm" / "memory.db").exists()
+
+
+def test_a_lone_surrogate_or_deep_nesting_gets_an_answer_over_stdio(tmp_path: Path) -> None:
+    """A request holding ``"\\ud800"`` (valid JSON, no Unicode) or nested 300 levels is answered,
+    and the server goes on; the SDK's own reader dropped such a line and the client waited forever."""
+    import selectors
+    import subprocess
+
+    from tests.mcp.conftest import command
+
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    deep: dict = {"x": 1}
+    for _ in range(300):
+        deep = {"x": deep}
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "search_memory", "arguments": {"query": "\ud800"}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "save_memory", "arguments": {"text": "t", "metadata": deep}},
+        },
+        {"jsonrpc": "2.0", "id": 4, "method": "ping"},
+    ]
+    lines = "".join(json.dumps(r, ensure_ascii=True) + "\n" for r in requests)
+    proc = subprocess.Popen(
+        command("--app", "app", "--user", "alice", backend_args=local(tmp_path / "m.db")),
+        env=server_env(tmp_path / "home"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(lines)
+    proc.stdin.flush()
+    answers: dict = {}
+    waiting = selectors.DefaultSelector()
+    waiting.register(proc.stdout, selectors.EVENT_READ)
+    try:
+        while len(answers) < 4:  # no answer within 60 s is the bug: the client would wait forever
+            assert waiting.select(timeout=60), f"no answer within 60 s; answered: {sorted(answers)}"
+            line = proc.stdout.readline()
+            assert line, f"the server closed its output with answers to {sorted(answers)} only"
+            message = json.loads(line)
+            answers[message.get("id")] = message
+    finally:
+        proc.stdin.close()
+        proc.kill()
+        proc.wait(60)
+    assert answers[2]["result"]["isError"] is True or "memories" in json.dumps(answers[2]["result"])
+    assert "result" in answers[3] and "result" in answers[4]
