@@ -128,8 +128,8 @@ class Fact:
     def of(record: MemoryRecord) -> Fact | None:
         """The fact a record holds; None for evidence."""
         meta = record.metadata.get(META)
-        if not isinstance(meta, dict) or meta.get("kind") != KIND:
-            return None
+        if record.session_id != FACTS_SESSION or not isinstance(meta, dict) or meta.get("kind") != KIND:
+            return None  # only the fact layer writes under FACTS_SESSION: no user id holds a NUL
         fields = {k: meta[k] for k in _STORED if k in meta}
         return Fact(id=record.id, app_name=record.app_name, user_id=record.user_id, **fields)
 
@@ -144,8 +144,9 @@ _STORED = ("text", "subject", "valid_from", "valid_until", "superseded_by", "evi
 
 
 def is_fact(record: MemoryRecord) -> bool:
-    meta = record.metadata.get(META)
-    return record.session_id == FACTS_SESSION or (isinstance(meta, dict) and meta.get("kind") == KIND)
+    """Only the fact layer writes under ``FACTS_SESSION``: no user can send a session id with a NUL,
+    so no memory's metadata can make it pass for a fact."""
+    return record.session_id == FACTS_SESSION
 
 
 def split_hits(hits: list[Hit], kind: SearchKind) -> list[Hit]:
