@@ -425,6 +425,10 @@ class ContractSuite:
             ("J'adore le café crème", "cafe"),
             ("Weekend plans 🎉 with Zoë", "zoë"),
             ("Next month I fly to İstanbul", "istanbul"),
+            ("下周我和Maria一起去上海出差", "Maria"),
+            ("下周我和Maria一起去上海出差", "上海出差"),
+            ("We had dinner at 海底捞 with Tom", "海底捞"),
+            ("明天的meeting改到下午三点", "meeting"),
         ],
     )
     async def test_unicode_and_cjk_are_searchable(self, memory: LongTermMemory, text: str, query: str):
