@@ -48,7 +48,7 @@ from .policies import resolve_policy
 from .records import Hit, MemoryRecord, Scope, check_id
 from .retrieval.rescoring import Rescoring
 from .saves import make_record, plan_save
-from .sessions import SessionView, event_ids, read_session, to_event
+from .sessions import SessionView, event_ids, parse_timestamp, read_session, to_event
 from .tools import MemoryTool
 
 log = logging.getLogger("longterm")
@@ -159,6 +159,16 @@ def _direct_records(
         if rec is not None:
             records.append(rec)
     return records, len(seen)
+
+
+def _as_of(value: Any) -> float:
+    """``list_facts(as_of=)`` in seconds: read like an event's time, with errors naming it."""
+    if value == "":
+        raise InvalidInputError("as_of is empty; pass seconds since the epoch, a datetime or an ISO 8601 string.")
+    try:
+        return parse_timestamp(value)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"as_of: {exc}") from None
 
 
 def _query_prefix(query: str) -> str:
@@ -470,16 +480,20 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
             raise InvalidInputError(f"memory_id must be a string, got {type(memory_id).__name__}.")
         if session_id is not None:
             check_id("session_id", session_id)
-        erased_facts = 0
-        if self._facts is not None:  # first the facts that evidence produced
+        if self._facts is not None:  # marked first: distilling anywhere follows the erase
             async with self._engine("erasing facts"):
-                erased_facts = await self._facts.erase(scope, session_id=session_id, memory_id=memory_id)
+                await self._facts.begin_erase(scope, session_id=session_id, memory_id=memory_id)
         async with self._engine("deleting memories"):
             if memory_id is not None:
-                return erased_facts + await self._backend.delete(scope, [memory_id])
-            if session_id is not None:
-                return erased_facts + await self._backend.delete(scope, session_id=session_id)
-            return await self._backend.delete(scope)
+                deleted = await self._backend.delete(scope, [memory_id])
+            elif session_id is not None:
+                deleted = await self._backend.delete(scope, session_id=session_id)
+            else:
+                return await self._backend.delete(scope)
+        if self._facts is not None:  # then the facts follow their evidence
+            async with self._engine("erasing facts"):
+                deleted += await self._facts.erase(scope)
+        return deleted
 
     # -- beyond ADK ---------------------------------------------------------------------
 
@@ -571,21 +585,25 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
             return await self._facts.profile(scope)
 
     async def list_facts(
-        self, *, app_name: str, user_id: str, include_superseded: bool = False, as_of: float | None = None
+        self, *, app_name: str, user_id: str, include_superseded: bool = False, as_of: Any = None
     ) -> list[dict[str, Any]]:
         """The user's facts, oldest first: current ones, all (``include_superseded``), or those
-        that were true at ``as_of`` (seconds since the epoch). Empty when facts are off."""
+        that were true at ``as_of`` (seconds since the epoch, a ``datetime`` or an ISO 8601
+        string, as event times are read). Empty when facts are off."""
         scope = self._scope(app_name, user_id)
+        when = None if as_of is None else _as_of(as_of)
         if self._facts is None:
             return []
         async with self._engine("reading facts"):
-            facts = await self._facts.facts(scope, current=not include_superseded, as_of=as_of)
+            facts = await self._facts.facts(scope, current=not include_superseded, as_of=when)
         return [f.as_dict() for f in facts]
 
     async def fact_history(self, *, app_name: str, user_id: str, fact_id: str) -> list[dict[str, Any]]:
         """A fact's trail, oldest first: the facts it replaced, itself, what replaced it; each
         with its validity, evidence record ids and audit history."""
         scope = self._scope(app_name, user_id)
+        if not isinstance(fact_id, str):
+            raise InvalidInputError(f"fact_id must be a string, got {type(fact_id).__name__}.")
         if self._facts is None:
             return []
         async with self._engine("reading fact history"):

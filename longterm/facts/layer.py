@@ -22,6 +22,16 @@ How a batch of evidence becomes facts:
    failure before that leaves them unmarked and the whole batch is tried again later; fact
    ids are derived from text and first evidence, so a retry rewrites what it wrote.
 
+Facts follow their evidence (``_agree``): a fact whose evidence is all gone goes, one that
+loses some keeps the rest, and a fact that a gone fact or gone evidence had replaced or
+retracted holds again. An erase runs it after the evidence is deleted, and never waits for
+a model. Work in flight elsewhere (another thread's batch, another process) is caught by
+erasure marks: an erase first adds a mark to the store's ledger (``ERASURES``); a batch,
+consolidation or rebuild reads the marks before it starts and after it wrote, and runs
+``_agree`` when a mark appeared (or one its facts never agreed with), so a fact distilled
+from evidence erased meanwhile does not stay. A rebuild distils into memory and replaces
+the old facts only once all of it worked.
+
 Retries: a failed batch is kept and tried again after ``retry_seconds``, at the next save of
 that user and on ``flush``. A process that stopped with work queued loses nothing: the first
 time a process works for a user, it scans that user's records for evidence the ledger has
@@ -34,22 +44,32 @@ on a caller's loop, and one user's batches never reconcile at the same time.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import threading
 import time
-from collections.abc import Coroutine
+import uuid
+from collections.abc import Coroutine, Iterable
 from typing import Any, TypeVar
 
-from ..errors import InvalidInputError
-from ..records import MemoryRecord, Scope
+from ..errors import BackendUnavailableError, InvalidInputError
+from ..records import MemoryRecord, Scope, repair_unicode
+from ..retrieval.text import query_terms
 from .llm import ChatModel, FactsConfig, ModelError
-from .model import Fact, distilled_session, is_fact, iso, normal
+from .model import FACTS_SESSION, Fact, distilled_session, is_fact, iso, normal
 
 log = logging.getLogger("longterm.facts")
 T = TypeVar("T")
 
 #: Hits a reconciliation search fetches to find the similar current facts among evidence.
 SIMILAR_FETCH = 30
+#: Ledger session of erasure marks (a NUL-led id no caller can send; see ``model``).
+ERASURES = f"{FACTS_SESSION}\x00\x00erasures"
+#: Longest fact or subject text kept from a model's answer.
+MAX_FACT_CHARS = 1_000
+#: A batch failing this many times in a row for a reason that is neither the model nor the
+#: store being unavailable (a fault of ours, input no engine holds) is skipped and logged.
+POISON_STRIKES = 3
 
 
 class FactLayer:
@@ -67,6 +87,10 @@ class FactLayer:
         self._thread = threading.Thread(target=self._loop.run_forever, name="longterm-facts", daemon=True)
         self._thread.start()
         self._busy: asyncio.Lock | None = None
+        self._strikes: dict[str, int] = {}
+        self._marks: dict[Scope, set[str]] = {}
+        self._agreed: dict[Scope, set[str]] = {}
+        """Per user, the erasure marks its facts were last made to agree with (``_agree``)."""
         self._pass: asyncio.Task[None] | None = None
         self._retry: asyncio.TimerHandle | None = None
         self._closed = False
@@ -152,9 +176,11 @@ class FactLayer:
     async def _catch_up(self, scope: Scope, queued: dict[str, MemoryRecord]) -> None:
         records = dict(queued)
         if scope not in self._seen:  # first time for this user here: what did an earlier process leave?
-            async for rec in self.backend.scan(scope):
-                if not is_fact(rec):
-                    records.setdefault(rec.id, rec)
+            marks = await self._erasures(scope)
+            every = [rec async for rec in self.backend.scan(scope)]
+            records.update((r.id, r) for r in every if not is_fact(r))
+            await self._agree(scope, every)  # an erase cut short before its facts followed
+            self._agreed[scope] = marks
         by_session: dict[str, list[MemoryRecord]] = {}
         for rec in records.values():
             by_session.setdefault(rec.session_id, []).append(rec)
@@ -165,49 +191,111 @@ class FactLayer:
         todo.sort(key=lambda r: (r.timestamp, r.id))
         self._seen.add(scope)  # from here on, what is left to do is in the queue
         for i in range(0, len(todo), self.config.batch_events):
+            batch = todo[i : i + self.config.batch_events]
+            before = await self._erasures(scope)
             try:
-                await self._distill(scope, todo[i : i + self.config.batch_events], self.model, self.config)
-            except BaseException:
-                with self._lock:
-                    self._queued.setdefault(scope, {}).update((r.id, r) for r in todo[i:])
+                await self._distill(scope, batch, self.model, self.config, before)
+                self._strikes.pop(batch[0].id, None)
+            except (ModelError, BackendUnavailableError, asyncio.CancelledError):
+                self._requeue(scope, todo[i:], before)
                 raise
+            except Exception as exc:
+                strikes = self._strikes[batch[0].id] = self._strikes.get(batch[0].id, 0) + 1
+                if strikes < POISON_STRIKES:
+                    self._requeue(scope, todo[i:], before)
+                    raise
+                del self._strikes[batch[0].id]  # not the model, not an outage: skip it, keep the rest going
+                log.error("facts: a batch of %d events failed %d times (%s); skipped", len(batch), strikes, exc)
+                await self._mark(scope, batch)
+
+    def _requeue(self, scope: Scope, records: list[MemoryRecord], before: set[str]) -> None:
+        """Queue ``records`` again, but those an erase since the marks ``before`` took away."""
+        with self._lock:
+            erased = self._erased_since(scope, before)
+            self._queued.setdefault(scope, {}).update((r.id, r) for r in records if not erased(r))
+
+    def _erased_since(self, scope: Scope, marks: set[str]) -> Any:
+        """A predicate: was the record erased by a mark not in ``marks``? (read from the cache the
+        last ``_erasures`` call left: marks of this process are there at once)."""
+        new = self._marks.get(scope, set()) - marks
+        if any(m.startswith("u:") for m in new):
+            return lambda r: True
+        keys = {m.split(":")[1] for m in new}
+        return lambda r: _key(r.session_id) in keys or _key(r.id) in keys
+
+    async def _erasures(self, scope: Scope) -> set[str]:
+        marks = await self.ledger.saved(scope, ERASURES)
+        self._marks[scope] = self._marks.get(scope, set()) | marks
+        return marks
+
+    async def _mark(self, scope: Scope, batch: Iterable[MemoryRecord]) -> None:
+        by_session: dict[str, list[str]] = {}
+        for r in batch:
+            by_session.setdefault(r.session_id, []).append(r.event_id)
+        for sid, eids in by_session.items():
+            await self.ledger.mark_saved(scope, distilled_session(sid), eids)
 
     async def _ask(self, model: ChatModel, system: str, task: dict[str, Any]) -> dict[str, Any]:
         return await asyncio.to_thread(model.ask, system, task)
 
-    async def _distill(self, scope: Scope, batch: list[MemoryRecord], model: ChatModel, cfg: FactsConfig) -> None:
+    async def _distill(
+        self,
+        scope: Scope,
+        batch: list[MemoryRecord],
+        model: ChatModel,
+        cfg: FactsConfig,
+        before: set[str],
+        staged: dict[str, Fact] | None = None,
+    ) -> None:
         """Extract facts from ``batch`` and reconcile each; write what changed in one upsert;
-        then mark the batch distilled."""
+        make the facts agree with the evidence if an erase came since the marks ``before`` were
+        read (or since they last agreed); then mark the batch distilled. With ``staged`` (a
+        rebuild), the facts are kept there and nothing is written."""
         refs = {f"e{i}": r for i, r in enumerate(batch, 1)}
         events = [{"id": k, "role": r.role, "time": r.iso_timestamp(), "text": r.text} for k, r in refs.items()]
         answer = await self._ask(model, cfg.extract_prompt, {"task": "extract", "events": events})
         proposals = answer.get("facts")
         if not isinstance(proposals, list):
             raise ModelError(f"the fact model's extraction has no 'facts' list: {str(answer)[:200]!r}")
-        changed: dict[str, Fact] = {}  # this batch's facts, new or changed: seen by its later proposals
+        # this batch's facts, new or changed: seen by its later proposals (a rebuild's: all so far)
+        changed: dict[str, Fact] = {} if staged is None else staged
         for p in proposals:
-            if not isinstance(p, dict) or not isinstance(p.get("text"), str) or not p["text"].strip():
+            text = said_text(p.get("text")) if isinstance(p, dict) else ""
+            if not text:
                 continue  # one unusable proposal does not cost the others
             cited = p.get("evidence")
             evidence = [refs[e] for e in cited if isinstance(e, str) and e in refs] if isinstance(cited, list) else []
-            subject = str(p.get("subject") or "user").strip() or "user"
-            await self._reconcile(scope, subject, p["text"].strip(), evidence or batch, changed, model, cfg)
+            subject = said_text(p.get("subject")) or "user"
+            await self._reconcile(scope, subject, text, evidence or batch, changed, model, cfg, staged is None)
+        if staged is not None:
+            return
         if changed:
             await self.backend.upsert([f.to_record() for f in changed.values()])
-        by_session: dict[str, list[str]] = {}
-        for r in batch:
-            by_session.setdefault(r.session_id, []).append(r.event_id)
-        for sid, eids in by_session.items():  # only now: the facts landed
-            await self.ledger.mark_saved(scope, distilled_session(sid), eids)
+            await self._after_erasures(scope, before)
+        await self._mark(scope, batch)  # only now: the facts landed
 
-    async def _similar(self, scope: Scope, text: str, k: int, changed: dict[str, Fact]) -> list[Fact]:
-        """The current facts most like ``text``: the store's search, seen through this batch's changes."""
+    async def _after_erasures(self, scope: Scope, before: set[str]) -> None:
+        """Facts just written follow the evidence if an erase (any process's) came since the marks
+        ``before`` were read or since the facts last agreed. Read after the write: an erase whose
+        mark is not here yet deletes its evidence after this write, and its own ``_agree`` then
+        sees what this wrote."""
+        marks = await self._erasures(scope)
+        if marks - before or marks - self._agreed.get(scope, set()):
+            await self._agree(scope)
+            self._agreed[scope] = marks
+
+    async def _similar(self, scope: Scope, text: str, k: int, changed: dict[str, Fact], store: bool) -> list[Fact]:
+        """The current facts most like ``text``: the store's search, seen through this batch's
+        changes (``store`` False, a rebuild: only the facts it made, ranked by shared words)."""
         found: dict[str, Fact] = {}
-        for hit in await self.backend.search(scope, text, SIMILAR_FETCH):
-            fact = Fact.of(hit.record)
-            if fact is not None:
-                found[fact.id] = changed.get(fact.id, fact)
-        fresh = [f for f in changed.values() if f.id not in found]  # too new for the store's search
+        if store:
+            for hit in await self.backend.search(scope, text, SIMILAR_FETCH):
+                fact = Fact.of(hit.record)
+                if fact is not None:
+                    found[fact.id] = changed.get(fact.id, fact)
+        words = set(query_terms(text))
+        fresh = [f for f in changed.values() if f.id not in found and f.current]  # too new for the store's search
+        fresh.sort(key=lambda f: -len(words & set(query_terms(f.text))))  # stable: oldest first among equals
         return [f for f in (*fresh, *found.values()) if f.current][:k]
 
     async def _reconcile(
@@ -219,10 +307,11 @@ class FactLayer:
         changed: dict[str, Fact],
         model: ChatModel,
         cfg: FactsConfig,
+        store: bool = True,
     ) -> None:
         """Decide what ``text`` does to the user's facts; record every fact it changes in ``changed``."""
         at = max(r.timestamp for r in evidence)
-        similar = await self._similar(scope, text, cfg.similar, changed)
+        similar = await self._similar(scope, text, cfg.similar, changed, store)
         same = next((f for f in similar if normal(f.text) == normal(text) and same_subject(f.subject, subject)), None)
         if same is not None:  # said again: link the evidence, ask nobody
             if same.link(evidence, "confirmed", at):
@@ -237,11 +326,11 @@ class FactLayer:
         answer = await self._ask(model, cfg.reconcile_prompt, task)
         decision = str(answer.get("decision") or "").upper()
         target = refs.get(str(answer.get("target")))
-        if decision in ("UPDATE", "DELETE") and (target is None or not same_subject(target.subject, subject)):
+        if decision in ("UPDATE", "DELETE", "NOOP") and (target is None or not same_subject(target.subject, subject)):
             log.info("fact model chose %s on %s for a fact about %r: kept both (ADD)", decision, target, subject)
             decision = "ADD"
-        if decision == "NOOP":
-            if target is not None and target.link(evidence, "confirmed", at):
+        if decision == "NOOP" and target is not None:
+            if target.link(evidence, "confirmed", at):
                 changed[target.id] = target
             return
         if decision == "DELETE" and target is not None:
@@ -249,8 +338,8 @@ class FactLayer:
                 target.supersede(at, None, evidence, "retracted")
                 changed[target.id] = target
             return
-        said = answer.get("text") if decision == "UPDATE" else None
-        new = Fact.new(scope, subject, said.strip() if isinstance(said, str) and said.strip() else text, evidence)
+        said = said_text(answer.get("text")) if decision == "UPDATE" else ""
+        new = Fact.new(scope, subject, said or text, evidence)
         if decision == "UPDATE" and target is not None and at >= target.valid_from:
             new.history[-1].update(op="updated", replaces=target.id)
             target.supersede(at, new.id, evidence, "superseded")
@@ -283,7 +372,7 @@ class FactLayer:
         for f in facts:
             line = f"- {f.text}"
             if size + len(line) + 1 > self.config.profile_chars:
-                break
+                continue  # one long fact does not hide the shorter ones after it
             lines.append(line)
             size += len(line) + 1
         return "\n".join(lines)
@@ -307,42 +396,78 @@ class FactLayer:
 
     # -- maintenance ------------------------------------------------------------------------
 
-    async def erase(self, scope: Scope, *, session_id: str | None = None, memory_id: str | None = None) -> int:
-        """Delete the facts that evidence of ``session_id`` (or the record ``memory_id``; neither:
-        of the whole user) produced, and forget that evidence's place in the queue; a fact they
-        had superseded is current again. How many facts went (the user's own delete removes
-        them all when neither is given, so then 0)."""
-        return await self._on_worker(self._erase(scope, session_id, memory_id))
+    async def begin_erase(self, scope: Scope, *, session_id: str | None = None, memory_id: str | None = None) -> None:
+        """Before evidence of ``session_id`` (or the record ``memory_id``; neither: the whole
+        user) is deleted: add an erasure mark to the ledger, so work in flight anywhere follows
+        the erase, and drop that evidence from this process's queue. Never waits for a model."""
+        await self._on_worker(self._begin_erase(scope, session_id, memory_id))
 
-    async def _erase(self, scope: Scope, session_id: str | None, memory_id: str | None) -> int:
-        if self._busy is None:
-            self._busy = asyncio.Lock()
-        async with self._busy:
-            with self._lock:
-                queued = self._queued.get(scope, {})
-                for rid, rec in list(queued.items()):
-                    if (session_id, memory_id) == (None, None) or rec.session_id == session_id or rid == memory_id:
-                        del queued[rid]
-            if (session_id, memory_id) == (None, None):
-                return 0
-            every = await self.facts(scope, current=False)
-            gone = {f.id for f in every if session_id in f.sessions or memory_id in f.evidence}
-            if not gone:
-                return 0
-            reopened = []
-            for f in every:
-                if f.id not in gone and f.superseded_by in gone:
-                    f.valid_until = f.superseded_by = None
-                    f.history.append({"op": "reopened", "at": iso_now(), "because": "what replaced it was erased"})
-                    reopened.append(f.to_record())
+    async def _begin_erase(self, scope: Scope, session_id: str | None, memory_id: str | None) -> None:
+        nonce = uuid.uuid4().hex
+        if session_id is not None:
+            mark = f"s:{_key(session_id)}:{nonce}"
+        elif memory_id is not None:
+            mark = f"m:{_key(memory_id)}:{nonce}"
+        else:
+            mark = f"u::{nonce}"
+        await self.ledger.mark_saved(scope, ERASURES, [mark])
+        with self._lock:
+            self._marks.setdefault(scope, set()).add(mark)
+            queued = self._queued.get(scope, {})
+            erased = self._erased_since(scope, self._marks[scope] - {mark})
+            for rid in [rid for rid, rec in queued.items() if erased(rec)]:
+                del queued[rid]
+
+    async def erase(self, scope: Scope) -> int:
+        """After evidence was deleted (``begin_erase`` first): the facts follow it (see
+        ``_agree``); return how many facts went."""
+        return await self._on_worker(self._erase(scope))
+
+    async def _erase(self, scope: Scope) -> int:
+        marks = await self._erasures(scope)
+        gone = await self._agree(scope)
+        self._agreed[scope] = marks
+        return gone
+
+    async def _agree(self, scope: Scope, records: list[MemoryRecord] | None = None) -> int:
+        """Make the user's facts agree with the evidence in the store (``records``: the user's
+        records, already read). A fact whose evidence is all gone is deleted, one that lost some
+        keeps the rest; a fact that a gone fact replaced, or gone evidence retracted, holds
+        again. Idempotent: any number of erases and workers may run it. Returns facts deleted."""
+        if records is None:
+            records = [rec async for rec in self.backend.scan(scope)]
+        facts = {f.id: f for f in map(Fact.of, records) if f is not None}
+        present = {r.id: r.session_id for r in records if not is_fact(r)}
+        gone: set[str] = set()
+        changed: dict[str, Fact] = {}
+        now = time.time()
+        for f in facts.values():
+            kept = [e for e in f.evidence if e in present]
+            if not kept:
+                gone.add(f.id)
+            elif len(kept) < len(f.evidence):
+                f.evidence = kept
+                f.sessions = list(dict.fromkeys(present[e] for e in kept))
+                f.note({"op": "evidence erased", "at": iso(now)})
+                changed[f.id] = f
+        for f in facts.values():
+            if f.id in gone or f.current:
+                continue
+            replaced = f.superseded_by is not None and (f.superseded_by in gone or f.superseded_by not in facts)
+            retracted = f.superseded_by is None and f.retracted_by and not any(e in present for e in f.retracted_by)
+            if replaced or retracted:
+                f.reopen("what replaced it was erased" if replaced else "what retracted it was erased", now)
+                changed[f.id] = f
+        if gone:
             await self.backend.delete(scope, sorted(gone))
-            if reopened:
-                await self.backend.upsert(reopened)
-            return len(gone)
+        if changed:
+            await self.backend.upsert([f.to_record() for f in changed.values()])
+        return len(gone)
 
     async def rebuild(self, scope: Scope, **overrides: Any) -> dict[str, int]:
         """Replace the user's facts with facts distilled afresh from all evidence, oldest first;
-        ``overrides`` change the config for this run (another ``model``, ``base_url``, prompt)."""
+        ``overrides`` change the config for this run (another ``model``, ``base_url``, prompt).
+        The new facts are made in memory: until all of it worked, the old ones stay."""
         return await self._on_worker(self._rebuild(scope, overrides))
 
     async def _rebuild(self, scope: Scope, overrides: dict[str, Any]) -> dict[str, int]:
@@ -352,15 +477,22 @@ class FactLayer:
         model = ChatModel(cfg) if overrides else self.model
         async with self._busy:
             try:
+                before = await self._erasures(scope)
                 old: list[MemoryRecord] = []
                 evidence: list[MemoryRecord] = []
                 async for rec in self.backend.scan(scope):
                     (old if is_fact(rec) else evidence).append(rec)
-                if old:
-                    await self.backend.delete(scope, [r.id for r in old])
                 evidence.sort(key=lambda r: (r.timestamp, r.id))
+                staged: dict[str, Fact] = {}
                 for i in range(0, len(evidence), cfg.batch_events):
-                    await self._distill(scope, evidence[i : i + cfg.batch_events], model, cfg)
+                    await self._distill(scope, evidence[i : i + cfg.batch_events], model, cfg, before, staged)
+                if staged:  # the new facts first: a rebuild cut short leaves old and new, never nothing
+                    await self.backend.upsert([f.to_record() for f in staged.values()])
+                stale = [r.id for r in old if r.id not in staged]
+                if stale:
+                    await self.backend.delete(scope, stale)
+                await self._after_erasures(scope, before)
+                await self._mark(scope, evidence)
                 self._seen.add(scope)
             finally:
                 if model is not self.model:
@@ -377,6 +509,7 @@ class FactLayer:
         if self._busy is None:
             self._busy = asyncio.Lock()
         async with self._busy:
+            marks = await self._erasures(scope)
             facts = await self.facts(scope)
             before, now = len(facts), time.time()
             merges: list[tuple[Fact, Fact]] = []
@@ -388,29 +521,35 @@ class FactLayer:
                 else:
                     firsts[key] = f
             dropped = {d.id for _, d in merges}
+            kept = {k.id for k, _ in merges}
             rest = [f for f in facts if f.id not in dropped]
             if len(rest) > 1:
                 refs = {f"f{i}": f for i, f in enumerate(rest, 1)}
                 task = {"task": "consolidate", "facts": listing(refs)}
                 answer = await self._ask(self.model, self.config.consolidate_prompt, task)
-                for m in answer.get("merges") or []:
+                merges_said = answer.get("merges")
+                for m in merges_said if isinstance(merges_said, list) else []:
                     keep = refs.get(str(m.get("keep"))) if isinstance(m, dict) else None
                     drop = refs.get(str(m.get("drop"))) if isinstance(m, dict) else None
-                    if keep is None or drop is None or keep is drop or drop.id in dropped:
-                        continue  # a ref we never gave, or said twice
+                    if keep is None or drop is None or keep is drop:
+                        continue  # a ref we never gave
+                    if drop.id in dropped or drop.id in kept or keep.id in dropped:
+                        continue  # said twice, or a chain or cycle: every group keeps one current fact
                     if same_subject(keep.subject, drop.subject):  # never merge two people's facts
                         merges.append((keep, drop))
                         dropped.add(drop.id)
+                        kept.add(keep.id)
             changed: dict[str, Fact] = {}
             for keep, drop in merges:
                 keep = changed.get(keep.id, keep)
                 keep.evidence += [e for e in drop.evidence if e not in keep.evidence]
                 keep.sessions += [s for s in drop.sessions if s not in keep.sessions]
-                keep.history.append({"op": "merged", "at": iso_now(), "from": drop.id})
+                keep.note({"op": "merged", "at": iso_now(), "from": drop.id})
                 drop.supersede(now, keep.id, [], "merged")
                 changed[keep.id], changed[drop.id] = keep, drop
             if changed:
                 await self.backend.upsert([f.to_record() for f in changed.values()])
+                await self._after_erasures(scope, marks)
         return {"before": before, "after": before - len(dropped)}
 
     async def close(self) -> None:
@@ -445,3 +584,16 @@ def same_subject(a: str, b: str) -> bool:
 
 def iso_now() -> str:
     return iso(time.time()) or ""
+
+
+def said_text(value: Any) -> str:
+    """A string from a model's answer as we keep it: repaired Unicode (a model cuts emoji in
+    half too), trimmed, at most ``MAX_FACT_CHARS``; "" for anything that is no text."""
+    if not isinstance(value, str):
+        return ""
+    return repair_unicode(value).replace("\x00", "").strip()[:MAX_FACT_CHARS].strip()
+
+
+def _key(value: str) -> str:
+    """A short, colon-free digest of an id, as erasure marks hold it."""
+    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:32]

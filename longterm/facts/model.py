@@ -68,8 +68,10 @@ class Fact:
     evidence: list[str] = field(default_factory=list)
     """Record ids of the events it came from."""
     sessions: list[str] = field(default_factory=list)
-    """Session ids of that evidence (erasing one erases the fact)."""
+    """Session ids of that evidence."""
     history: list[dict[str, Any]] = field(default_factory=list)
+    retracted_by: list[str] = field(default_factory=list)
+    """Record ids of the evidence that retracted it (a DELETE): erased, the fact holds again."""
 
     @property
     def current(self) -> bool:
@@ -97,15 +99,27 @@ class Fact:
         ids = [r.id for r in evidence if r.id not in self.evidence]
         if not ids and op == "confirmed":
             return False
-        self.evidence += ids
+        self.evidence = _bounded(self.evidence + ids, MAX_EVIDENCE)
         self.sessions += sorted({r.session_id for r in evidence} - set(self.sessions))
-        self.history.append({"op": op, "at": iso(at), "evidence": [r.id for r in evidence], **more})
+        self.note({"op": op, "at": iso(at), "evidence": [r.id for r in evidence][:MAX_EVIDENCE], **more})
         return True
+
+    def note(self, entry: dict[str, Any]) -> None:
+        """Append to the history, which keeps its first entry and the latest ones (a fact said
+        every day for years stays a record every engine can hold)."""
+        self.history = _bounded([*self.history, entry], MAX_HISTORY)
 
     def supersede(self, at: float, by: str | None, evidence: list[MemoryRecord], op: str) -> None:
         self.valid_until = max(at, self.valid_from)
         self.superseded_by = by
-        self.history.append({"op": op, "at": iso(at), "by": by, "evidence": [r.id for r in evidence]})
+        self.retracted_by = [r.id for r in evidence][:MAX_EVIDENCE] if by is None else []
+        self.note({"op": op, "at": iso(at), "by": by, "evidence": [r.id for r in evidence][:MAX_EVIDENCE]})
+
+    def reopen(self, because: str, at: float) -> None:
+        """Current again: what replaced or retracted it is gone."""
+        self.valid_until = self.superseded_by = None
+        self.retracted_by = []
+        self.note({"op": "reopened", "at": iso(at), "because": because})
 
     def to_record(self) -> MemoryRecord:
         meta = {k: v for k, v in asdict(self).items() if k not in ("id", "app_name", "user_id")}
@@ -140,7 +154,24 @@ class Fact:
         return d
 
 
-_STORED = ("text", "subject", "valid_from", "valid_until", "superseded_by", "evidence", "sessions", "history")
+_STORED = (
+    "text",
+    "subject",
+    "valid_from",
+    "valid_until",
+    "superseded_by",
+    "evidence",
+    "sessions",
+    "history",
+    "retracted_by",
+)
+#: A fact keeps its first and latest evidence ids and history entries up to these counts.
+MAX_EVIDENCE = 500
+MAX_HISTORY = 100
+
+
+def _bounded(items: list[Any], limit: int) -> list[Any]:
+    return items if len(items) <= limit else [items[0], *items[len(items) - limit + 1 :]]
 
 
 def is_fact(record: MemoryRecord) -> bool:

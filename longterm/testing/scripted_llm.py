@@ -19,7 +19,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -87,7 +87,9 @@ class ScriptedChat:
     answered (``"extract"``, ``"reconcile"``, ``"consolidate"``); ``usage`` sums the
     approximate tokens (four characters a token) of what it answered. ``gate`` (an unset
     ``threading.Event``) holds every request until it is set: a test can prove that nothing
-    waits for the model.
+    waits for the model. ``answer(task, fn)`` queues a hand-written answer for the next request
+    of that task (``fn(task) -> dict``, the JSON the model returns): a wrong, hostile or
+    contradictory model, for one call.
 
     Use as a context manager; ``base_url`` is what ``LONGTERM_FACTS_BASE_URL`` takes.
     """
@@ -104,6 +106,7 @@ class ScriptedChat:
         self.requests: list[str] = []
         self.usage = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
         self._faults: list[str] = []
+        self._answers: dict[str, list[Callable[[dict[str, Any]], dict[str, Any]]]] = {}
         self._lock = threading.Lock()
         self._known: dict[str, tuple[str, str]] = {}  # fact text -> (subject, key)
         self._server: ThreadingHTTPServer | None = None
@@ -116,6 +119,10 @@ class ScriptedChat:
     def fail(self, *kinds: str) -> None:
         with self._lock:
             self._faults.extend(kinds)
+
+    def answer(self, task: str, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        with self._lock:
+            self._answers.setdefault(task, []).append(fn)
 
     def start(self) -> ScriptedChat:
         chat = self
@@ -179,9 +186,11 @@ class ScriptedChat:
         request = json.loads(body)
         prompt = request["messages"][-1]["content"]
         task = json.loads(prompt)
-        answer = {"extract": self._extract, "reconcile": self._reconcile, "consolidate": self._consolidate}[
-            task["task"]
-        ](task)
+        with self._lock:
+            scripted = self._answers.get(task["task"])
+            by_hand = scripted.pop(0) if scripted else None
+        answers = {"extract": self._extract, "reconcile": self._reconcile, "consolidate": self._consolidate}
+        answer = by_hand(task) if by_hand is not None else answers[task["task"]](task)
         content = "Here you are:\n" if fault == "malformed" else "```json\n"
         content += json.dumps(answer, ensure_ascii=False)[: -3 if fault == "malformed" else None]
         content += "" if fault == "malformed" else "\n```"

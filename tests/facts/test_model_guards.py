@@ -1,0 +1,160 @@
+"""The fact layer against a model that is wrong, hostile or slow, and against a second worker
+(local backend: this is the layer's own logic; the scenarios run it on every engine).
+
+Each test failed before its fix: a NOOP naming no fact we showed dropped the new fact; a
+consolidation answer with a cycle left no current fact; a cut emoji in an answer blocked a
+user's facts for good; an erase waited for another user's model calls; a fact distilled by
+another worker from evidence erased meanwhile stayed; one long fact emptied the profile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from longterm import InvalidInputError, LongTermMemory
+from longterm.facts import layer as fact_layer
+from longterm.testing.scripted_llm import ScriptedChat
+from tests.facts.conftest import RULES, facts_config
+from tests.facts.test_scenarios import APP, DAY, T0, USER, current, every, said, save
+
+
+@pytest.fixture
+def chat() -> Iterator[ScriptedChat]:
+    with ScriptedChat(RULES) as c:
+        yield c
+
+
+def local(tmp_path: Path, chat: ScriptedChat, **more: Any) -> LongTermMemory:
+    return LongTermMemory(backend_config={"path": str(tmp_path / "m.db")}, facts=facts_config(chat, **more))
+
+
+async def test_a_noop_naming_a_fact_it_was_never_shown_keeps_the_new_fact(tmp_path: Path, chat: ScriptedChat):
+    m = local(tmp_path, chat)
+    await save(m, said(1, "My favorite player is Messi."))
+    chat.answer("reconcile", lambda task: {"decision": "NOOP", "target": "f99"})
+    await save(m, said(2, "My favorite player is Ronaldo."))
+    assert "The user's favorite player is Ronaldo" in await current(m)
+    await m.close()
+
+
+async def test_a_noop_on_another_persons_fact_keeps_both_apart(tmp_path: Path, chat: ScriptedChat):
+    m = local(tmp_path, chat)
+    await save(m, said(1, "My favorite player is Messi."))
+    chat.answer("reconcile", lambda task: {"decision": "NOOP", "target": "f1"})
+    await save(m, said(2, "My brother's favorite player is Neymar."))
+    facts = {f["text"]: f for f in await every(m)}
+    assert facts["The user's favorite player is Messi"]["sessions"] == ["s1"]
+    assert facts["The user's brother's favorite player is Neymar"]["sessions"] == ["s2"]
+    await m.close()
+
+
+async def test_a_consolidation_answer_with_a_cycle_keeps_one_current_fact(tmp_path: Path, chat: ScriptedChat):
+    m = local(tmp_path, chat)
+    await save(m, said(1, "I live in Porto."), said(2, "I'm vegan."))
+    cycle = {"merges": [{"keep": "f1", "drop": "f2"}, {"keep": "f2", "drop": "f1"}]}
+    chat.answer("consolidate", lambda task: cycle)
+    assert await m.consolidate_facts(app_name=APP, user_id=USER) == {"before": 2, "after": 1}
+    assert len(await current(m)) == 1
+    await m.close()
+
+
+async def test_a_cut_emoji_or_a_huge_text_in_an_answer_is_repaired_and_the_user_goes_on(
+    tmp_path: Path, chat: ScriptedChat
+):
+    m = local(tmp_path, chat)
+    answer = {"facts": [{"text": "The user loves \ud83c pizza", "evidence": ["e1"]}, {"text": "x" * 100_000}]}
+    chat.answer("extract", lambda task: answer)
+    await save(m, said(1, "Pizza is my favourite food."))
+    assert sorted(await current(m), key=len) == ["The user loves \ufffd pizza", "x" * fact_layer.MAX_FACT_CHARS]
+    await save(m, said(2, "I live in Porto."))
+    assert "The user lives in Porto" in await current(m)
+    await m.close()
+
+
+async def test_a_batch_failing_for_a_reason_not_the_model_is_skipped_after_three_tries(
+    tmp_path: Path, chat: ScriptedChat, monkeypatch: pytest.MonkeyPatch
+):
+    m = local(tmp_path, chat)
+    layer = m._facts
+    assert layer is not None
+    real = layer.backend.upsert
+
+    async def broken(records: Any) -> None:
+        raise RuntimeError("a bug of ours")
+
+    monkeypatch.setattr(layer.backend, "upsert", broken)
+    await m.add_session_to_memory(said(1, "I live in Porto."))  # try 1 (evidence is written by the facade)
+    # flush: the pass the save started (1), then a retry (2); the next flush's try (3) skips it
+    assert [await m.flush_facts() for _ in range(2)] == [1, 0]
+    monkeypatch.setattr(layer.backend, "upsert", real)
+    await save(m, said(2, "I'm vegan."))  # the user's later facts are not blocked behind it
+    assert await current(m) == ["The user is vegan"]
+    await m.close()
+
+
+async def test_an_erase_never_waits_for_the_model(tmp_path: Path, chat: ScriptedChat):
+    chat.gate = threading.Event()  # alice's model calls hang until the gate opens
+    m = local(tmp_path, chat, timeout=60)
+    await m.add_session_to_memory(said(1, "I live in Porto."))
+    await m.add_session_to_memory({**said(1, "I'm vegan."), "user_id": "bob"})
+    try:
+        assert await asyncio.wait_for(m.delete_memory(app_name=APP, user_id="bob"), 10) == 1
+        assert await asyncio.wait_for(m.delete_memory(app_name=APP, user_id=USER, session_id="s1"), 10) == 1
+    finally:
+        chat.gate.set()
+    assert await m.flush_facts() == 0 and await every(m) == []
+    await m.close()
+
+
+async def test_a_fact_another_worker_distils_from_evidence_erased_meanwhile_does_not_stay(
+    tmp_path: Path, chat: ScriptedChat
+):
+    chat.gate = threading.Event()
+    worker = local(tmp_path, chat, timeout=60)  # two memories on one file: two processes
+    eraser = local(tmp_path, chat, timeout=60)
+    await worker.add_session_to_memory(said(1, "I live in Porto."))
+    layer = worker._facts
+    assert layer is not None
+    for _ in range(200):  # until the worker took the batch and waits for the model
+        if not layer.pending():
+            break
+        await asyncio.sleep(0.05)
+    assert await eraser.delete_memory(app_name=APP, user_id=USER, session_id="s1") == 1
+    chat.gate.set()
+    assert await worker.flush_facts() == 0
+    assert await every(worker) == [] and await eraser.get_user_profile(USER, app_name=APP) == ""
+    await worker.close()
+    await eraser.close()
+
+
+async def test_the_profile_skips_a_fact_too_long_for_it_not_the_ones_after(tmp_path: Path, chat: ScriptedChat):
+    m = local(tmp_path, chat, profile_chars=200)
+    chat.answer("extract", lambda task: {"facts": [{"text": "The user's bio: " + "x" * 300, "evidence": ["e1"]}]})
+    await save(m, said(1, "Here is my bio."))
+    await save(m, said(2, "I live in Porto."))
+    assert await m.get_user_profile(USER, app_name=APP) == "- The user lives in Porto"
+    await m.close()
+
+
+async def test_as_of_takes_a_datetime_or_an_iso_string_and_bad_values_say_so(tmp_path: Path, chat: ScriptedChat):
+    m = local(tmp_path, chat)
+    await save(m, said(1, "I live in Porto."))
+    await save(m, said(3, "I moved to Lisbon."))
+    then = datetime.fromtimestamp(T0 + 2 * DAY, tz=timezone.utc)
+    for as_of in (T0 + 2 * DAY, then, then.isoformat()):
+        assert [f["text"] for f in await m.list_facts(app_name=APP, user_id=USER, as_of=as_of)] == [
+            "The user lives in Porto"
+        ]
+    for bad in ("yesterday", True, [1]):
+        with pytest.raises(InvalidInputError, match="as_of"):
+            await m.list_facts(app_name=APP, user_id=USER, as_of=bad)
+    with pytest.raises(InvalidInputError, match="fact_id"):
+        await m.fact_history(app_name=APP, user_id=USER, fact_id=["f1"])  # type: ignore[arg-type]
+    await m.close()
