@@ -346,10 +346,13 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
             msg = str(err["msg"]).removeprefix("Value error, ")
             raise InvalidInputError(msg if msg.startswith(field) else f"{field}: {msg}") from None
 
-    async def _write(self, scope: Scope, session_id: str, records: list[MemoryRecord], covered: list[str]) -> None:
+    async def _write(
+        self, scope: Scope, session_id: str, records: list[MemoryRecord], covered: list[str], new_only: bool = True
+    ) -> None:
         async with self._engine("saving memories"):
             if self._ledger is self._backend:  # the store's own ledger: one call (one transaction where it can)
-                await self._backend.save(records, scope, session_id, covered)
+                # new_only: what another worker saved or the user erased since the ledger was read stays so
+                await self._backend.save(records, scope, session_id, covered, new_only=new_only)
             else:
                 if records:
                     await self._backend.upsert(records)
@@ -379,7 +382,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         async with self._engine("reading the ledger"):
             saved = set() if reconsider else await self._ledger.saved(scope, view.session_id)
         plan = await _cpu(big, plan_save, view, saved, policy)
-        await self._write(scope, view.session_id, plan.records, plan.covered)
+        await self._write(scope, view.session_id, plan.records, plan.covered, new_only=not reconsider)
         log.debug("saved %d of %d new events of session %s", len(plan.records), plan.new_events, view.session_id)
         return SaveResult(session_id=view.session_id, new_events=plan.new_events, saved=len(plan.records))
 

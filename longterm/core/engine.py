@@ -208,6 +208,19 @@ class Engine:
         else:
             self._ledger_mark(scope, session_id, event_ids)
 
+    def _commit_new(
+        self,
+        records: Sequence[MemoryRecord],
+        vectors: np.ndarray | None,
+        scope: Scope,
+        session_id: str,
+        event_ids: Sequence[str],
+    ) -> None:
+        """``_commit`` of the records whose events the ledger does not hold yet, read just before
+        (one round trip of a window; an engine with transactions overrides it to read inside)."""
+        records, vectors = unsaved(records, vectors, self._ledger_saved(scope, session_id))
+        self._commit(records, vectors, scope, session_id, event_ids)
+
     def _search(self, scope: Scope, query: Query, vector: np.ndarray | None, k: int, degraded: str | None) -> list[Hit]:
         """Hybrid search: both arms, fused. An engine that fuses natively overrides this."""
         depth = self.hybrid.depth(k)
@@ -479,11 +492,22 @@ class Engine:
                 self._wake.set()
 
     async def save(
-        self, records: Sequence[MemoryRecord], scope: Scope, session_id: str, event_ids: Sequence[str]
+        self,
+        records: Sequence[MemoryRecord],
+        scope: Scope,
+        session_id: str,
+        event_ids: Sequence[str],
+        *,
+        new_only: bool = False,
     ) -> None:
-        """Write ``records`` and then mark ``event_ids`` handled in this store's ledger."""
+        """Write ``records`` and then mark ``event_ids`` handled in this store's ledger.
+
+        ``new_only``: leave out records of events the ledger holds by now (another worker saved
+        them, or the user erased them, since the caller read it): a save planned from a stale
+        read never brings an erased memory back."""
         vectors = await self._passages(records)
-        await self._run("saving memories", self._commit, list(records), vectors, scope, session_id, list(event_ids))
+        commit = self._commit_new if new_only else self._commit
+        await self._run("saving memories", commit, list(records), vectors, scope, session_id, list(event_ids))
         if self.embed_later and records:
             self._wake.set()
 
@@ -555,3 +579,13 @@ class Engine:
             close = getattr(self.embedder, "close", None)
             if callable(close):
                 close()
+
+
+def unsaved(
+    records: Sequence[MemoryRecord], vectors: np.ndarray | None, done: set[str]
+) -> tuple[Sequence[MemoryRecord], np.ndarray | None]:
+    """``records`` (and their rows of ``vectors``) whose event is not in ``done``, a ledger read."""
+    keep = [i for i, r in enumerate(records) if r.event_id not in done]
+    if len(keep) == len(records):
+        return records, vectors
+    return [records[i] for i in keep], None if vectors is None else vectors[keep]

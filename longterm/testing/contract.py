@@ -349,6 +349,24 @@ class ContractSuite:
             assert await memory.count(app_name="app", user_id="u1") == 3
         assert (await _texts(memory, "app", "u1", "Lisbon"))[:1] == ["I live in Lisbon"]
 
+    @pytest.mark.asyncio
+    async def test_a_save_planned_before_an_erase_does_not_bring_it_back(
+        self, memory: LongTermMemory, monkeypatch: pytest.MonkeyPatch
+    ):
+        # Two workers save one session; the user erases it after it landed; the slower worker
+        # read the ledger before the erase and writes now: what was erased stays erased.
+        s = make_session(turns=[("user", "I live in Lisbon"), ("user", "my dog is called Rex")])
+        await memory.add_session_to_memory(s)
+        await memory.delete_memory(app_name="app", user_id="u1", session_id=s["id"])
+
+        async def read_before_the_erase(scope: Any, session_id: str) -> set[str]:
+            return set()
+
+        monkeypatch.setattr(memory._ledger, "saved", read_before_the_erase)
+        await memory.add_session_to_memory(s)
+        assert await memory.count(app_name="app", user_id="u1") == 0
+        assert await _texts(memory, "app", "u1", "Lisbon") == []
+
     # -- the store: reopening, its identity, its ledger ------------------------------------
 
     @pytest.mark.asyncio

@@ -146,27 +146,22 @@ class LocalBackend(Engine):
         return None if row is None else int(row[0])
 
     def _row(self, scope: int, r: MemoryRecord) -> tuple[Any, ...]:
-        text = r.text
         content = None if r.text_only_content() else json.dumps(r.content, **_COMPACT)
-        metadata = json.dumps(r.metadata, **_COMPACT) if r.metadata else "{}"
-        types = _types(tuple(r.event_types))
-        terms = segment(text)
-        row = (scope, sql.stored_id(r.id), r.session_id, r.event_id, r.author, r.role, types, text, content)
-        return (*row, r.timestamp, metadata, None if terms == text else terms)
+        metadata, terms = json.dumps(r.metadata, **_COMPACT) if r.metadata else "{}", segment(r.text)
+        row = (scope, sql.stored_id(r.id), r.session_id, r.event_id, r.author, r.role, _types(tuple(r.event_types)))
+        return (*row, r.text, content, r.timestamp, metadata, None if terms == r.text else terms)
 
     def _scope_ids(self, records: Sequence[MemoryRecord]) -> dict[tuple[str, str], int]:
         """Outside the write transaction: a scope made there would vanish with a rollback."""
-        pairs = {(r.app_name, r.user_id) for r in records}
-        return {pair: self._scope(*pair, create=True) for pair in pairs}  # type: ignore[misc]
+        return {pair: self._scope(*pair, create=True) for pair in {(r.app_name, r.user_id) for r in records}}  # type: ignore[misc]
 
     def _put(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None, ids: dict[Any, int]) -> None:
         """The records (and vectors) inside the caller's transaction."""
-        conn = self.conn
         rows = [self._row(ids[r.app_name, r.user_id], r) for r in records]
-        conn.executemany(sql.UPSERT, rows)
+        self.conn.executemany(sql.UPSERT, rows)
         if self._vectors is not None and vectors is not None:
-            self._vectors.write(conn, [row[0:1] + row[2:4] for row in rows], vectors)
-            conn.executemany(sql.BUMP_VERSION, [(i,) for i in set(ids.values())])
+            self._vectors.write(self.conn, [row[0:1] + row[2:4] for row in rows], vectors)
+            self.conn.executemany(sql.BUMP_VERSION, [(i,) for i in set(ids.values())])
 
     def _write(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None) -> None:
         ids = self._scope_ids(records)
