@@ -183,6 +183,18 @@ def bound_depth(value: Any, limit: int = MAX_DEPTH) -> Any:
     return _bound(value, limit)
 
 
+def plain_tree(value: Any) -> Any:
+    """Metadata as every engine stores it alike: bounded (``bound_depth``), plain JSON data
+    (datetimes as ISO text, sets as lists, bytes as URL-safe base64, other objects as their text) and
+    repaired Unicode. A ``datetime`` in metadata failed the save on one engine and passed on
+    another; a lone surrogate in a field other than text kept a session from ever saving."""
+    try:
+        plain = to_jsonable_python(bound_depth(value), fallback=str, bytes_mode="base64")
+        return repair_tree(bound_depth(plain))
+    except (ValueError, TypeError, RecursionError):
+        return repair_unicode(tree_text(value))
+
+
 def check_id(kind: str, value: Any) -> str:
     """``value`` if it can be an id (app, user, session, event); else an ``InvalidInputError``."""
     if not isinstance(value, str):

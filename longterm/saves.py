@@ -14,7 +14,7 @@ from typing import Any
 
 from .errors import InvalidInputError, LongTermMemoryError
 from .policies import MemoryAutoSavePolicy
-from .records import MemoryRecord, bound_depth, record_id, repair_tree
+from .records import MemoryRecord, plain_tree, record_id, repair_tree, repair_unicode
 from .sessions import Event, SessionView
 
 
@@ -66,11 +66,11 @@ def _make_record(
     if selected is None:
         return None
     # Bounded before repaired: repair_tree recurses, and metadata nests as deep as it was sent.
-    meta: dict[str, Any] = repair_tree(bound_depth(dict(metadata))) if metadata else {}
+    meta: dict[str, Any] = plain_tree(dict(metadata)) if metadata else {}
     if event.custom_metadata:
-        meta.setdefault("event_metadata", repair_tree(bound_depth(event.custom_metadata)))
+        meta.setdefault("event_metadata", plain_tree(event.custom_metadata))
     if selected.media:
-        meta["media"] = selected.media
+        meta["media"] = repair_tree(selected.media)
     # Plain validated construction: measured twice as fast as model_construct (whose
     # defaults loop runs in Python), and it checks what we built.
     return MemoryRecord(
@@ -80,10 +80,12 @@ def _make_record(
         session_id=session_id,
         event_id=event.id,
         author=event.author,
-        role=selected.role,
+        role=repair_unicode(selected.role),
         event_types=selected.event_types,
-        text=selected.text,
-        content={"role": selected.role, "parts": selected.parts},
+        # Repaired here too: text parts and tool calls are on the way in, but transcriptions,
+        # error messages, code and media names arrive in other fields.
+        text=repair_unicode(selected.text),
+        content={"role": repair_unicode(selected.role), "parts": repair_tree(selected.parts)},
         timestamp=event.timestamp,
         metadata=meta,
     )

@@ -107,7 +107,7 @@ class MemoryAutoSavePolicy(BaseModel):
     def _roles(cls, v: Any) -> Any:
         if isinstance(v, str):
             v = [v]
-        return None if v is None else [canonical_role(str(r)) for r in v]
+        return None if v is None else [canonical_role(str(r)) for r in _listed(v, "roles")]
 
     @field_validator("include_authors", "exclude_authors", mode="before")
     @classmethod
@@ -122,7 +122,7 @@ class MemoryAutoSavePolicy(BaseModel):
         if isinstance(v, (str, MemoryEventType)):
             v = [v]
         out = []
-        for t in v:
+        for t in _listed(v, "event types"):
             name = t.value if isinstance(t, MemoryEventType) else str(t).strip().lower()
             if name not in _EVENT_TYPES:
                 raise ValueError(f"unknown event type {t!r}; known: {', '.join(sorted(_EVENT_TYPES))}")
@@ -213,3 +213,10 @@ def resolve_policy(policy: Any) -> MemoryAutoSavePolicy:
         f"auto_save_memory_policy must be None, a preset name, a dict or MemoryAutoSavePolicy, "
         f"got {type(policy).__name__}."
     )
+
+
+def _listed(value: Any, what: str) -> list[Any]:
+    """A list of names given as a list, tuple or set (pydantic reports a ValueError, not a TypeError)."""
+    if not isinstance(value, (list, tuple, set, frozenset)):
+        raise ValueError(f"{what} must be a list of names, got {type(value).__name__}")
+    return list(value)

@@ -263,11 +263,11 @@ async def test_failing_backend_never_breaks_the_reply(tmp_path: Path, caplog: py
         down = True
         written: list = []
 
-        def _commit(self, records, vectors, scope, session_id, event_ids):
+        def _commit(self, records, vectors, scope, session_id, event_ids, **kw):
             if self.down:
                 raise ConnectionError("disk unplugged")
             type(self).written.extend(r.id for r in records)
-            super()._commit(records, vectors, scope, session_id, event_ids)
+            super()._commit(records, vectors, scope, session_id, event_ids, **kw)
 
     backend = Flaky(tmp_path / "m.db")
     memory = LongTermMemory(backend=backend, app_name=APP)

@@ -53,8 +53,8 @@ class NoLedger(dict_backend.DictBackend):
 
 
 class WrapsCommit(NoLedger):
-    def _commit(self, records, vectors, scope, session_id, event_ids) -> None:
-        return super()._commit(records, vectors, scope, session_id, event_ids)
+    def _commit(self, records, vectors, scope, session_id, event_ids, **kw) -> None:
+        return super()._commit(records, vectors, scope, session_id, event_ids, **kw)
 
 
 async def test_an_engine_without_a_ledger_hears_what_to_implement() -> None:

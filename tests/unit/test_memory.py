@@ -41,11 +41,11 @@ class FlakyBackend(LocalBackend):
         self.written.extend(r.id for r in records)
         super()._write(records, vectors)
 
-    def _commit(self, records, vectors, scope, session_id, event_ids):
+    def _commit(self, records, vectors, scope, session_id, event_ids, **kw):
         if self.down:
             raise ConnectionError("engine unreachable")
         self.written.extend(r.id for r in records)
-        super()._commit(records, vectors, scope, session_id, event_ids)
+        super()._commit(records, vectors, scope, session_id, event_ids, **kw)
 
 
 async def test_failed_save_raises_keeps_ledger_and_retries_exactly_once(tmp_path: Path):

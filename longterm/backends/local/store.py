@@ -27,7 +27,7 @@ from ... import upgrades
 from ..._sqlite import SQLITE_RULES, connect, write_transaction
 from ...config import env, parse_backend_config
 from ...config.backends import LOCAL_MAX_RECORD_BYTES, LocalConfig
-from ...core.engine import Engine, Query
+from ...core.engine import Engine, Query, unsaved
 from ...core.errors import Rule
 from ...records import Hit, MemoryRecord, Scope
 from ...retrieval.text import segment
@@ -175,17 +175,23 @@ class LocalBackend(Engine):
         scope: Scope,
         session_id: str,
         event_ids: Sequence[str],
+        new_only: bool = False,
     ) -> None:
         # Records and ledger in one transaction: a save lands whole or not at all.
         ids = self._scope_ids(records)
         scope_pair = (scope.app_name, scope.user_id)
         scope_id = self._scope(*scope_pair, create=True)
         with write_transaction(self.conn) as conn:
+            if new_only:  # read under the write lock: no worker saves and no erase comes in between
+                records, vectors = unsaved(records, vectors, self._ledger_saved(scope, session_id))
             if records:
                 self._put(records, vectors, ids)
             # A record is its own event's ledger entry: only the events without one go here.
             kept = {r.event_id for r in records if (r.app_name, r.user_id, r.session_id) == (*scope_pair, session_id)}
             conn.executemany(sql.INSERT_SAVED, [(scope_id, session_id, e) for e in event_ids if e not in kept])
+
+    def _commit_new(self, *args: Any) -> None:
+        self._commit(*args, new_only=True)  # type: ignore[misc]
 
     def _ledger_saved(self, scope: Scope, session_id: str) -> set[str]:
         scope_id = self._scope(scope.app_name, scope.user_id)

@@ -119,11 +119,8 @@ class VectorStore:
                 return hit[1]
         rows = conn.execute(LOAD_SCOPE, (scope,)).fetchall()
         rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        matrix = (
-            np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), self.dim)
-            if rows
-            else np.zeros((0, self.dim), np.float32)
-        )
+        flat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+        matrix = flat.reshape(len(rows), self.dim) if rows else np.zeros((0, self.dim), np.float32)
         scoped = ScopeVectors(rowids, matrix)
         with self._lock:
             self._cache[scope] = (version, scoped)
