@@ -49,7 +49,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
 from ..errors import BackendUnavailableError, InvalidInputError
@@ -214,7 +214,7 @@ class FactLayer:
             erased = self._erased_since(scope, before)
             self._queued.setdefault(scope, {}).update((r.id, r) for r in records if not erased(r))
 
-    def _erased_since(self, scope: Scope, marks: set[str]) -> Any:
+    def _erased_since(self, scope: Scope, marks: set[str]) -> Callable[[MemoryRecord], bool]:
         """A predicate: was the record erased by a mark not in ``marks``? (read from the cache the
         last ``_erasures`` call left: marks of this process are there at once)."""
         new = self._marks.get(scope, set()) - marks
