@@ -89,7 +89,7 @@ class OpenSearchBackend(Engine):
 
     def _rules(self) -> Sequence[Rule]:
         ex = self._os.exceptions
-        busy = lambda e: getattr(e, "status_code", None) in (429, 503) or any(s in str(e) for s in BUSY)  # noqa: E731
+        busy = lambda e: getattr(e, "status_code", None) in (408, 429, 503) or any(s in str(e) for s in BUSY)  # noqa: E731
         return (
             Rule(ex.SSLError, ConfigurationError, TLS_HINT),
             Rule("cluster_block_exception", BackendUnavailableError, BLOCKED_HINT),
@@ -120,15 +120,17 @@ class OpenSearchBackend(Engine):
         self._create(self.ledger, {}, {"dynamic": "strict", "properties": ledger})
 
     def _create(self, index: str, settings: dict[str, Any], mappings: dict[str, Any]) -> None:
-        if self.client.indices.exists(index=index):
-            return
         if self.replicas is not None:
             settings = {**settings, "number_of_replicas": self.replicas}
         try:
-            self.client.indices.create(index=index, body={"settings": {"index": settings}, "mappings": mappings})
+            if not self.client.indices.exists(index=index):
+                self.client.indices.create(index=index, body={"settings": {"index": settings}, "mappings": mappings})
         except self._os.exceptions.RequestError as exc:
             if "resource_already_exists" not in str(exc):
                 raise
+        # Another worker may have created it a moment ago: a search before its shards start is a 503.
+        wait = {"timeout": f"{self.timeout or 30:g}s", "request_timeout": (self.timeout or 30) + 5}
+        self.client.cluster.health(index=index, wait_for_status="yellow", **wait)
 
     def _metas(self) -> dict[str, Any]:
         mapping = self.client.indices.get_mapping(index=self.index)

@@ -153,6 +153,33 @@ async def test_a_failed_write_names_the_event_and_leaves_the_ledger(os_cfg: dict
     await memory.close()
 
 
+async def test_a_save_waits_for_an_index_another_worker_just_created(os_cfg: dict):
+    """Another worker created the index a moment ago and its shards are not started yet:
+    opening it waits for them instead of failing the save with a 503 (a CI flake: two
+    processes saving the same session into a fresh index)."""
+    setup = LongTermMemory(backend="opensearch", backend_config=os_cfg)
+    await setup.count(app_name="app", user_id="u1")  # learn the mappings the engine creates
+    await setup.close()
+    admin, index = OpenSearch(os_cfg["url"]), index_name(os_cfg["prefix"], "default_app")
+    for name in (index, index + ".ledger"):
+        mappings = admin.indices.get_mapping(index=name)[name]["mappings"]
+        settings = admin.indices.get_settings(index=name)[name]["settings"]["index"]
+        admin.indices.delete(index=name)
+        kept = {k: settings[k] for k in ("analysis", "number_of_replicas") if k in settings}
+        nowhere = {**kept, "routing": {"allocation": {"require": {"_name": "no-such-node"}}}}
+        body = {"settings": {"index": nowhere}, "mappings": mappings}
+        admin.indices.create(index=name, body=body, params={"wait_for_active_shards": "0"})
+    memory = LongTermMemory(backend="opensearch", backend_config=os_cfg)
+    save = asyncio.create_task(memory.add_session_to_memory(make_session()))
+    await asyncio.sleep(1.5)
+    assert not save.done(), save  # waiting for the shards, not failed
+    for name in (index, index + ".ledger"):
+        admin.indices.put_settings(index=name, body={"index.routing.allocation.require._name": None})
+    assert (await save).saved == 1
+    assert await memory.count(app_name="app", user_id="u1") == 1
+    await memory.close()
+
+
 async def test_one_memory_used_from_many_threads_and_loops(os_cfg: dict):
     """No client is bound to an event loop: threads with their own loops and the sync
     wrappers share one memory."""
