@@ -554,13 +554,23 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
                 yield rec
 
     async def upsert_records(self, records: Sequence[MemoryRecord]) -> None:
-        """Write records as they are (migration between backends, restore from export)."""
+        """Write records as they are (migration between backends, restore from export).
+
+        Each record's id must be the one its app, user, session and event derive (``record_id``;
+        records read from any store have it): an id of another user's memory is refused, never
+        written over theirs."""
         batch = _items("records", records, "MemoryRecords")
         for i, rec in enumerate(batch):
             if not isinstance(rec, MemoryRecord):
                 raise InvalidInputError(
                     f"records[{i}] must be a MemoryRecord, got {type(rec).__name__}; "
                     "build one with MemoryRecord.model_validate(data)."
+                )
+            if rec.id != rec.own_id():  # an id is where a memory belongs: another's would overwrite theirs
+                raise InvalidInputError(
+                    f"records[{i}] has id {rec.id!r}, but a memory of that app, user, session and event has id "
+                    f"{rec.own_id()!r}: ids are derived from where a memory belongs, so a record cannot be moved "
+                    "by editing its scope: give it id=record.own_id() (longterm.records.record_id of those four)."
                 )
         async with self._engine("saving memories"):
             await self._backend.upsert(batch)

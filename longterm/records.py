@@ -271,6 +271,10 @@ class MemoryRecord(BaseModel):
             self.metadata = _bound(self.metadata, RECORD_DEPTH)
         return self
 
+    def own_id(self) -> str:
+        """The id this record must have: the one derived from where it belongs (see ``record_id``)."""
+        return record_id(self.app_name, self.user_id, self.session_id, self.event_id)
+
     def text_only_content(self) -> bool:
         """True when content is the text as one part: stores may keep the text only."""
         c = self.content

@@ -72,6 +72,8 @@ class Fact:
     history: list[dict[str, Any]] = field(default_factory=list)
     retracted_by: list[str] = field(default_factory=list)
     """Record ids of the evidence that retracted it (a DELETE): erased, the fact holds again."""
+    key: str = ""
+    """Its record's event id: ``id`` is ``record_id(app, user, FACTS_SESSION, key)``, as every record's."""
 
     @property
     def current(self) -> bool:
@@ -85,6 +87,7 @@ class Fact:
         at = max(r.timestamp for r in evidence)
         fact = Fact(
             id=record_id(scope.app_name, scope.user_id, FACTS_SESSION, key),
+            key=key,
             app_name=scope.app_name,
             user_id=scope.user_id,
             text=text,
@@ -122,13 +125,13 @@ class Fact:
         self.note({"op": "reopened", "at": iso(at), "because": because})
 
     def to_record(self) -> MemoryRecord:
-        meta = {k: v for k, v in asdict(self).items() if k not in ("id", "app_name", "user_id")}
+        meta = {k: v for k, v in asdict(self).items() if k not in ("id", "app_name", "user_id", "key")}
         return MemoryRecord(
             id=self.id,
             app_name=self.app_name,
             user_id=self.user_id,
             session_id=FACTS_SESSION,
-            event_id=self.id,
+            event_id=self.key,
             author=AUTHOR,
             role="user",
             event_types=[KIND],
@@ -145,11 +148,12 @@ class Fact:
         if record.session_id != FACTS_SESSION or not isinstance(meta, dict) or meta.get("kind") != KIND:
             return None  # only the fact layer writes under FACTS_SESSION: no user id holds a NUL
         fields = {k: meta[k] for k in _STORED if k in meta}
-        return Fact(id=record.id, app_name=record.app_name, user_id=record.user_id, **fields)
+        return Fact(id=record.id, app_name=record.app_name, user_id=record.user_id, key=record.event_id, **fields)
 
     def as_dict(self) -> dict[str, Any]:
         """For people and JSON: times as ISO 8601."""
         d = asdict(self)
+        del d["key"]
         d.update(valid_from=iso(self.valid_from), valid_until=iso(self.valid_until))
         return d
 

@@ -235,6 +235,22 @@ class ContractSuite:
         assert "the quick brown fox" not in await _texts(memory, "app", "u1", "quick fox")
 
     @pytest.mark.asyncio
+    async def test_a_record_given_another_users_id_is_refused(self, memory: LongTermMemory):
+        """Restoring alice's export into bob's account by editing the user: refused, and alice's
+        memory stays hers (an id says where a memory belongs); with bob's own id it is bob's."""
+        await memory.add_session_to_memory(make_session(user="alice", turns=[("user", "alice passport number")]))
+        [rec] = [r async for r in memory.iter_records(app_name="app", user_id="alice")]
+        diary = {"text": "bob private diary", "content": {"role": "user", "parts": [{"text": "bob private diary"}]}}
+        moved = rec.model_copy(update={"user_id": "bob", **diary})
+        with pytest.raises(InvalidInputError, match="ids are derived from where a memory belongs"):
+            await memory.upsert_records([moved])
+        assert await memory.count(app_name="app", user_id="bob") == 0
+        assert await _texts(memory, "app", "alice", "passport") == ["alice passport number"]
+        await memory.upsert_records([moved.model_copy(update={"id": moved.own_id()})])
+        assert await memory.delete_memory(app_name="app", user_id="alice") == 1
+        assert await _texts(memory, "app", "bob", "diary") == ["bob private diary"]
+
+    @pytest.mark.asyncio
     async def test_saving_again_writes_nothing_new(self, memory: LongTermMemory):
         s = make_session(turns=[("user", f"fact {i} about tea") for i in range(5)])
         assert (await memory.add_session_to_memory(s)).saved == 5

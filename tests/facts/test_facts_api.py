@@ -78,6 +78,21 @@ async def test_erasing_one_memory_erases_the_facts_it_produced(tmp_path: Path, c
     await m.close()
 
 
+async def test_facts_move_to_another_store_with_their_evidence(tmp_path: Path, chat: ScriptedChat):
+    """A migration (``upsert_records`` of every record read) carries facts too: a fact's id is
+    derived from where it belongs like every record's, so the copy is accepted as it is."""
+    m = local(tmp_path, facts=facts_config(chat))
+    await m.add_session_to_memory(make_session(turns=[("user", "I live in Porto"), ("user", "I'm vegan")]))
+    await m.flush_facts()
+    records = [r async for r in m.iter_records(app_name="app", user_id="u1")]
+    copy = LongTermMemory(backend="local", backend_config={"path": str(tmp_path / "copy.db")}, facts=facts_config(chat))
+    await copy.upsert_records(records)
+    assert await copy.list_facts(app_name="app", user_id="u1") == await m.list_facts(app_name="app", user_id="u1")
+    assert await copy.get_user_profile("u1", app_name="app") == "- The user lives in Porto\n- The user is vegan"
+    await m.close()
+    await copy.close()
+
+
 async def test_search_kinds(tmp_path: Path, chat: ScriptedChat):
     m = local(tmp_path, facts=facts_config(chat))
     await m.add_session_to_memory(make_session(turns=[("user", "I live in Porto")]))
