@@ -6,8 +6,8 @@ per memory, used from the core's ``max_connections`` worker threads within ``soc
 
 Why so, in short (key layout and the longer story: docs/backends.md, "redis"): the scope is a
 TAG (a hex digest) and terms are escaped, so no id or user text is query syntax;
-full text ranks as local's (our terms, NOSTEM, BM25STD); a save is one Lua call per
-``SCRIPT_BATCH`` records with its ledger marks, and an erase one per batch: each lands whole.
+full text ranks as local's (our terms, NOSTEM, BM25STD); a save is one Lua call per ``SCRIPT_BATCH``
+records with its ledger marks (leaving out events the ledger holds), an erase one per batch: each whole.
 """
 
 from __future__ import annotations
@@ -42,28 +42,32 @@ TEXT_QUERY = ("WITHSCORES", "SCORER", "BM25STD", "RETURN", 1, "doc", "DIALECT", 
 KNN_QUERY = ("SORTBY", "vscore", "RETURN", 2, "doc", "vscore", "DIALECT", 2, "LIMIT", 0)
 #: What RediSearch says of a missing index (FT.SEARCH, FT.INFO), and ``_SAVE`` of a missing ``ns meta``.
 NO_INDEX = ("no such index", "unknown index")
-#: KEYS: ``ns meta``, the session's ledger set (unused without marks), then per scope its set key and
-#: its record keys. ARGV: 1 if records carry a vector, the number of event ids to mark and those ids,
-#: then per scope its tag and record count, then per record its doc, terms, timestamp [and embedding].
+#: KEYS: ``ns meta``, the session's ledger set (or ``ns meta``), then per scope its set key and its record keys.
+#: ARGV: 1 if records carry a vector, 1 to leave out events the ledger holds, the number of event ids to mark
+#: and those ids, then per scope its tag and record count, then per record its event id, doc, terms,
+#: timestamp [and embedding]. Leaving out inside the script: no erase can slip between a check and a write.
 _SAVE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('no such index: the store is not prepared') end
 local function sadd(key, list, from, to)
   for i = from, to, 500 do redis.call('SADD', key, unpack(list, i, math.min(i + 499, to))) end
 end
-local vec, marks = ARGV[1] == '1', tonumber(ARGV[2])
-local k, a = 3, 3 + marks
+local vec, new, marks = ARGV[1] == '1', ARGV[2] == '1', tonumber(ARGV[3])
+local k, a = 3, 4 + marks
 while k <= #KEYS do
-  local tag, count = ARGV[a], tonumber(ARGV[a + 1])
+  local tag, count, kept = ARGV[a], tonumber(ARGV[a + 1]), {}
   a = a + 2
   for i = k + 1, k + count do
-    redis.call('HSET', KEYS[i], 'doc', ARGV[a], 'terms', ARGV[a + 1], 'scope', tag, 'timestamp', ARGV[a + 2])
-    if vec then redis.call('HSET', KEYS[i], 'embedding', ARGV[a + 3]); a = a + 1 end
-    a = a + 3
+    if not (new and redis.call('SISMEMBER', KEYS[2], ARGV[a]) == 1) then
+      redis.call('HSET', KEYS[i], 'doc', ARGV[a + 1], 'terms', ARGV[a + 2], 'scope', tag, 'timestamp', ARGV[a + 3])
+      if vec then redis.call('HSET', KEYS[i], 'embedding', ARGV[a + 4]) end
+      kept[#kept + 1] = KEYS[i]
+    end
+    a = a + (vec and 5 or 4)
   end
-  sadd(KEYS[k], KEYS, k + 1, k + count)
+  if #kept > 0 then sadd(KEYS[k], kept, 1, #kept) end
   k = k + count + 1
 end
-if marks > 0 then sadd(KEYS[2], ARGV, 3, 2 + marks) end
+if marks > 0 then sadd(KEYS[2], ARGV, 4, 3 + marks) end
 """
 #: KEYS: a scope's set, then the record keys to erase (none: one SSCAN page of the set). ARGV: the SSCAN
 #: cursor and page size, and a session id ('': any). Erases those of the keys in the set (of that session)
@@ -155,24 +159,20 @@ class RedisBackend(Engine):
     def _write(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None) -> None:
         self._put(records, vectors, "", [])
 
-    def _commit(
-        self,
-        records: Sequence[MemoryRecord],
-        vectors: np.ndarray | None,
-        scope: Scope,
-        session_id: str,
-        event_ids: Sequence[str],
-    ) -> None:
-        self._put(records, vectors, self._ledger_key(scope, session_id), event_ids)
+    def _commit(self, records: Any, vectors: Any, scope: Scope, session_id: str, marks: Any) -> None:
+        self._put(records, vectors, self._ledger_key(scope, session_id), marks)
 
-    def _put(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None, ledger: str, marks: Any) -> None:
+    def _commit_new(self, records: Any, vectors: Any, scope: Scope, session_id: str, marks: Any) -> None:
+        self._put(records, vectors, self._ledger_key(scope, session_id), marks, new_only=True)  # read inside _SAVE
+
+    def _put(self, records: Any, vectors: Any, ledger: str, marks: Any, new_only: bool = False) -> None:
         """One ``_SAVE`` call per ``SCRIPT_BATCH`` records; ``marks`` go into the ``ledger`` with the last."""
         meta = self.ns + "meta"
         vecs = None if vectors is None else vectors.astype(np.float32, copy=False)
         for start in range(0, len(records), SCRIPT_BATCH) or (0,):
             batch = range(start, min(start + SCRIPT_BATCH, len(records)))
             now = marks if batch.stop == len(records) else ()
-            keys, args = [meta, ledger if now else meta], [0 if vecs is None else 1, len(now), *now]
+            keys, args = [meta, ledger or meta], [0 if vecs is None else 1, int(new_only), len(now), *now]
             groups: dict[str, list[int]] = {}
             for i in batch:
                 groups.setdefault(scope_key(records[i].app_name, records[i].user_id), []).append(i)
@@ -183,7 +183,7 @@ class RedisBackend(Engine):
                     rec = records[i]
                     keys.append(f"{self.ns}m:{rec.id}")
                     doc = rec.model_dump_json(exclude={"content"} if rec.text_only_content() else None)
-                    args += (doc, " ".join(index_terms(rec.text)), repr(rec.timestamp))
+                    args += (rec.event_id, doc, " ".join(index_terms(rec.text)), repr(rec.timestamp))
                     if vecs is not None:
                         args.append(vecs[i].tobytes())
             if len(keys) > 2 or now:

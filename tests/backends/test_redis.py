@@ -295,3 +295,20 @@ async def test_erasing_a_session_or_a_user_over_many_batches_takes_exactly_those
     assert (await memory.search_memory(app_name="app", user_id="u1", query="marker1")).memories == []
     assert await memory.count(app_name="app", user_id="u2") == 3
     await memory.close()
+
+
+async def test_a_save_leaves_out_events_the_ledger_holds_when_its_script_runs(
+    redis_cfg: dict, monkeypatch: pytest.MonkeyPatch
+):
+    """Another worker saved a session and the user erased it after this worker read the ledger
+    (here: every read of it saw nothing yet). The save script itself leaves out the events the
+    ledger holds, so no erase can slip between the last read and the write."""
+    memory = LongTermMemory(backend="redis", backend_config=redis_cfg)
+    session = make_session(turns=[("user", f"zebra fact {i}") for i in range(3)])
+    await memory.add_session_to_memory(session)
+    assert await memory.delete_memory(app_name="app", user_id="u1", session_id="s1") == 3
+    monkeypatch.setattr(memory.backend_instance, "_ledger_saved", lambda scope, session_id: set())
+    assert (await memory.add_session_to_memory(session)).new_events == 3  # planned from a stale read
+    assert await memory.count(app_name="app", user_id="u1") == 0
+    assert (await memory.add_session_to_memory(session, reconsider=True)).saved == 3  # on purpose: back
+    await memory.close()
