@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass
 from datetime import date, datetime, time
 from typing import Any
@@ -298,35 +299,36 @@ def event_ids(raw_events: list[Any]) -> list[str]:
 
     An explicit id that comes again in the same session: an identical event (same author,
     timestamp and content) is the same event and gets the same id (``plan_save`` counts it
-    once); a different one is kept under ``_other_event_id``, so no event overwrites another.
-    Sessions without repeated ids keep their ids as they are.
+    once); of different ones, the earliest (by time, then content) keeps the id and the others
+    are kept under ``_other_event_id``, so no event overwrites another and no order the session
+    lists them in gives an event another id. Sessions without repeated ids keep their ids.
     """
     ids: list[str] = []
     seen: dict[str, int] = {}
-    first: dict[str, Any] = {}  # explicit id -> the first event holding it
-    variants: dict[str, dict[str, str]] = {}  # explicit id -> {content digest: id given}
-    for i, raw in enumerate(raw_events):
-        eid = _get(raw, "id")
-        eid = "" if eid is None else str(eid)
+    digests: dict[int, str] = {}  # index -> content digest, for events whose explicit id comes again
+    owner: dict[str, tuple[float, str]] = {}  # repeated explicit id -> (time, digest) of the event keeping it
+    given = [_get(raw, "id") for raw in raw_events]
+    given = ["" if eid is None else str(eid) for eid in given]
+    counts = Counter(eid for eid in given if eid.strip())
+    for i, (raw, eid) in enumerate(zip(raw_events, given, strict=True)):
         try:
             if not eid.strip():
                 base = _derived_event_id(raw)
                 n = seen.get(base, 0)
                 seen[base] = n + 1
-                eid = base if n == 0 else f"{base}-{n}"
-            elif eid not in first:
-                first[eid] = raw
-            else:
-                table = variants.get(eid)
-                if table is None:
-                    table = variants[eid] = {_event_digest(first[eid]): eid}
-                digest = _event_digest(raw)
-                eid = table.setdefault(digest, _other_event_id(eid, digest))
+                given[i] = base if n == 0 else f"{base}-{n}"
+            elif counts[eid] > 1:
+                digests[i] = digest = _event_digest(raw)
+                key = (parse_timestamp(_get(raw, "timestamp")), digest)
+                owner[eid] = min(owner.get(eid, key), key)
         except LongTermMemoryError:
             raise
         except Exception as exc:
             which = f"event {eid!r}" if eid.strip() else f"event #{i}"
             raise InvalidInputError(f"{which} of the session cannot be read ({type(exc).__name__}: {exc}).") from exc
+    for i, eid in enumerate(given):
+        if i in digests and digests[i] != owner[eid][1]:
+            eid = _other_event_id(eid, digests[i])
         ids.append(check_id("event id", eid))
     return ids
 

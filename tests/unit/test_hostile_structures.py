@@ -18,6 +18,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
@@ -255,13 +257,44 @@ async def test_different_events_sharing_an_id_are_all_kept(memory: LongTermMemor
     for word in ("apricot", "blueberry", "cherry"):
         assert len(await texts(memory, word)) == 1
     ids = sorted(r.event_id for r in await records(memory))
-    assert ids[0] == "e" and all(i.startswith("e#") for i in ids[1:])  # the first keeps its id
+    assert ids[0] == "e" and all(i.startswith("e#") for i in ids[1:])  # the earliest keeps its id
 
     assert (await memory.add_session_to_memory(session)).new_events == 0  # a replay writes nothing
     session["events"].append({"id": "e", "author": "user", "timestamp": 1_700_000_009.0, "content": "fourth date"})
     more = await memory.add_session_to_memory(session)
     assert (more.new_events, more.saved) == (1, 1)
     assert await memory.count(app_name="app", user_id="u1") == 4
+
+
+@pytest.mark.parametrize("provider_id", ["local"])
+async def test_events_sharing_an_id_keep_their_ids_in_any_order(memory: LongTermMemory, provider_id: str) -> None:
+    """A session store (or a re-sorted transcript) lists the same events in another order: no
+    memory is written twice, and one the user erased stays erased."""
+    session = same_id_session("I moved to Lisbon", "my dog is named Rex", "I am vegan")
+    assert (await memory.add_session_to_memory(session)).saved == 3
+    [lisbon] = [r for r in await records(memory) if "Lisbon" in r.text]
+    assert await memory.delete_memory(app_name="app", user_id="u1", memory_id=lisbon.id) == 1
+    for order in ([2, 1, 0], [1, 0, 2], [1, 2, 0]):
+        shuffled = {**session, "events": [session["events"][i] for i in order]}
+        assert (await memory.add_session_to_memory(shuffled)).new_events == 0
+    assert sorted(r.text for r in await records(memory)) == ["I am vegan", "my dog is named Rex"]
+
+
+_SHARING = [
+    {"id": "a", "author": "user", "timestamp": 5, "content": "one"},
+    {"id": "a", "author": "user", "timestamp": 5, "content": "two"},
+    {"id": "a", "author": "user", "timestamp": 1, "content": "three"},
+    {"id": "a", "author": "user", "timestamp": 1, "content": "three"},
+    {"id": "b", "author": "model", "content": "four"},
+    {"id": "b", "author": "user", "content": "four"},
+    {"author": "user", "content": "five"},
+]
+
+
+@given(st.permutations(range(len(_SHARING))))
+def test_an_events_id_does_not_depend_on_where_the_session_lists_it(order: list[int]) -> None:
+    expected = dict(zip(range(len(_SHARING)), event_ids(_SHARING), strict=True))
+    assert dict(zip(order, event_ids([_SHARING[i] for i in order]), strict=True)) == expected
 
 
 @pytest.mark.parametrize("provider_id", ["local"])
