@@ -1,8 +1,10 @@
 """Blocking wrappers for scripts: run coroutines on one private event loop thread.
 
 The seam: ``SyncPortal().call(coro)`` blocks until ``coro`` finished on the portal's loop;
-``stop()`` ends the loop once every call in flight has ended; a call after that runs on a loop
-of its own (a closed memory answers it at once: "closed", or nothing to do for a second close).
+``await run(coro)`` runs it there from another loop, ``post(fn)`` without waiting (automatic
+saving lives there: its saves and timers outlive a caller's short-lived loops); ``stop()``
+ends the loop once every call in flight has ended; a call after that runs on a loop of its
+own (a closed memory answers it at once: "closed", or nothing to do for a second close).
 
 Why a loop in a thread of its own instead of ``asyncio.run`` per call: it lets the wrappers
 work even where a loop is already running (Jupyter, an async web handler calling a sync
@@ -19,9 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import logging
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from .errors import BackendError
@@ -46,21 +49,62 @@ class SyncPortal:
         self._stopped = False
         self._calls: set[concurrent.futures.Future[Any]] = set()
 
+    def _start(self) -> asyncio.AbstractEventLoop:
+        """The portal's loop, started on first use (call with ``_lock`` held)."""
+        if self._loop is None:
+            # Made in a context of its own: its handles keep the context they are made in alive.
+            loop = contextvars.Context().run(asyncio.new_event_loop)
+            thread = threading.Thread(target=loop.run_forever, name="longterm-sync", daemon=True)
+            thread.start()
+            self._loop, self._thread = loop, thread
+        return self._loop
+
+    def mine(self) -> bool:
+        """The caller runs on the portal's own thread."""
+        return threading.current_thread() is self._thread
+
+    def post(self, fn: Callable[..., Any], *args: Any) -> bool:
+        """Run ``fn(*args)`` soon on the portal's loop, from any thread, without waiting; False once stopped.
+
+        In a context of its own: the caller's context variables (a framework's request state) are
+        not the background's, and must not be kept alive by its timers."""
+        with self._lock:
+            if not self._stopped:
+                self._start().call_soon_threadsafe(fn, *args, context=contextvars.Context())
+            return not self._stopped
+
+    async def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Await ``coro`` run on the portal's loop, from any other loop (on the portal's own, or
+        once stopped: right here). ``stop`` lets it finish as it does a ``call``."""
+        with self._lock:
+            loop = None if self._stopped else self._start()
+            future = None
+            if loop is not None and threading.current_thread() is not self._thread:
+                future = asyncio.run_coroutine_threadsafe(coro, loop)
+                self._calls.add(future)
+        if future is None:
+            return await coro
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            if self._stopped and future.cancelled():
+                raise BackendError(_CLOSED_WHILE) from None
+            raise
+        finally:
+            with self._lock:
+                self._calls.discard(future)
+
     def call(self, coro: Coroutine[Any, Any, T]) -> T:
         with self._lock:  # submitting under the lock: ``stop`` sees every call it must drain
             stopped = self._stopped
             if not stopped:
-                if self._loop is None:
-                    loop = asyncio.new_event_loop()
-                    thread = threading.Thread(target=loop.run_forever, name="longterm-sync", daemon=True)
-                    thread.start()
-                    self._loop, self._thread = loop, thread
+                loop = self._start()
                 if threading.current_thread() is self._thread:
                     coro.close()
                     raise RuntimeError(
                         "a longterm *_sync method was called from its own loop; await the async method instead"
                     )
-                future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+                future = asyncio.run_coroutine_threadsafe(coro, loop)
                 self._calls.add(future)
         if stopped:
             return _run_alone(coro)

@@ -2,9 +2,16 @@
 
 The seam: ``AutoSaver(memory, min_messages=, min_seconds=, policy=, reconsider=)``. A
 framework calls ``await before_turn(session, timeout=)`` when a turn starts, ``notify(session)``
-after it (cheap, never blocks, never raises) and ``await flush()`` before it stops. Saves go
-through ``add_session_to_memory`` and so through the ledger: they are incremental and
-exactly-once whatever triggers them.
+after it (cheap, never blocks, never raises, from any thread, with or without a running loop)
+and ``await flush()`` (or ``memory.flush_sync()``) before it stops. Saves go through
+``add_session_to_memory`` and so through the ledger: they are incremental and exactly-once
+whatever triggers them.
+
+Where saves run: on the memory's own background loop (the sync wrappers' thread), never on
+the caller's. A caller's loop may end with its turn (ADK's ``Runner.run`` runs each turn in an
+``asyncio.run`` of its own; a sync chat loop has none): saves and idle timers left on it would
+be cancelled or never fire. The bookkeeping (what is tracked) is done at once under a lock;
+the decisions and saves are posted to that loop, in order.
 
 Rules:
 - after a turn, a session with ``min_messages`` events not yet saved is saved in the background;
@@ -44,9 +51,11 @@ construction: a typo is an error now, not a silently dead auto-save.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeGuard
 
@@ -110,6 +119,11 @@ def _here(task: asyncio.Task | None) -> TypeGuard[asyncio.Task]:
     return task is not None and not task.done() and task.get_loop() is asyncio.get_running_loop()
 
 
+def _cancel(handles: list[asyncio.TimerHandle]) -> None:
+    for h in handles:
+        h.cancel()
+
+
 @dataclass(eq=False)
 class _Tracked:
     key: Key
@@ -151,32 +165,49 @@ class AutoSaver:
             "MIN_TIME_THRESHOLD",
         )
         self._users: dict[tuple[str, str], dict[str, _Tracked]] = {}
+        self._lock = threading.Lock()  # ``_users``: written by callers' threads and the background loop
+        self._closed = False
+
+    # -- where the work runs ----------------------------------------------------------------
+
+    def _post(self, fn: Callable[..., Any], *args: Any) -> bool:
+        """``fn(*args)`` soon on the memory's background loop; False once the memory closed."""
+        return not self.memory._closed and self.memory._background().post(fn, *args)
+
+    async def _there(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        """Await ``coro`` on the memory's background loop, where the saves and timers are."""
+        if self.memory._closed:
+            return await coro  # nothing is tracked any more: it finds nothing to do
+        return await self.memory._background().run(coro)
 
     # -- what is tracked ----------------------------------------------------------------
 
     def _all(self) -> Iterator[_Tracked]:
-        for sessions in self._users.values():
-            yield from sessions.values()
+        with self._lock:
+            tracked = [t for sessions in self._users.values() for t in sessions.values()]
+        return iter(tracked)
 
     def _find(self, key: Key) -> _Tracked | None:
-        return self._users.get(key[:2], {}).get(key[2])
+        with self._lock:
+            return self._users.get(key[:2], {}).get(key[2])
 
     def _drop(self, t: _Tracked) -> None:
         if t.timer is not None:
             t.timer.cancel()
             t.timer = None
-        sessions = self._users.get(t.key[:2])
-        if sessions is not None and sessions.get(t.key[2]) is t:
-            del sessions[t.key[2]]
-            if not sessions:
-                del self._users[t.key[:2]]
+        with self._lock:
+            sessions = self._users.get(t.key[:2])
+            if sessions is not None and sessions.get(t.key[2]) is t:
+                del sessions[t.key[2]]
+                if not sessions:
+                    del self._users[t.key[:2]]
 
     def _unsaved(self, t: _Tracked) -> int:
         return _event_count(t.session) - t.saved_events
 
     def tracked(self) -> int:
         """Sessions this saver holds (each with its events) until they are saved and idle."""
-        return sum(len(sessions) for sessions in self._users.values())
+        return sum(1 for _ in self._all())
 
     def pending(self) -> int:
         """Events seen but not yet saved, over all tracked sessions."""
@@ -191,16 +222,26 @@ class AutoSaver:
         except Exception as exc:  # never break the agent's reply over bookkeeping
             log.warning("auto-save skipped a session it cannot read: %s", exc)
             return
-        now = time.monotonic()
-        t = self._find(key)
-        if t is None:
-            t = _Tracked(key=key, session=session, reconsider=self.reconsider)
-            self._users.setdefault(key[:2], {})[key[2]] = t
-        t.session, t.last_turn = session, now
+        with self._lock:
+            if self._closed:
+                log.warning("auto-save skipped session %s: its saver (or memory) was closed", key[2])
+                return
+            sessions = self._users.setdefault(key[:2], {})
+            t = sessions.get(key[2])
+            if t is None:
+                t = sessions[key[2]] = _Tracked(key=key, session=session, reconsider=self.reconsider)
+            t.session, t.last_turn = session, time.monotonic()
+        if not self._post(self._consider, t):
+            log.warning("auto-save skipped session %s: the memory was closed", key[2])
+
+    def _consider(self, t: _Tracked) -> None:
+        """On the background loop: save ``t`` now if a threshold is met, else (re)arm its timer."""
+        if self._find(t.key) is not t:
+            return  # forgotten (or closed) since the turn
         unsaved = self._unsaved(t)
         if unsaved >= self.min_messages:
             self._schedule(t, f"{unsaved} new events")
-        elif unsaved > 0 and now - t.last_save >= self.min_seconds:
+        elif unsaved > 0 and time.monotonic() - t.last_save >= self.min_seconds:
             self._schedule(t, f"{self.min_seconds:g} s since the last save")
         elif not _here(t.task):
             self._arm(t)
@@ -208,10 +249,16 @@ class AutoSaver:
     async def before_turn(self, session: Any, *, timeout: float) -> None:
         """A turn starts in ``session``: save the user's other sessions first, waiting ``timeout`` s at most."""
         try:
-            app, user, sid = session_key(session)
+            key = session_key(session)
         except Exception:
             return  # notify() logs the unreadable session at the end of the turn
-        others = [t for s, t in self._users.get((app, user), {}).items() if s != sid]
+        await self._there(self._before_turn(key, timeout))
+
+    async def _before_turn(self, key: Key, timeout: float) -> None:
+        app, user, sid = key
+        with self._lock:
+            mine = dict(self._users.get((app, user), {}))
+        others = [t for s, t in mine.items() if s != sid]
         tasks = [self._schedule(t, "a turn started in another session") for t in others if self._unsaved(t) > 0]
         tasks += [t.task for t in others if self._unsaved(t) <= 0 and _here(t.task)]
         if not tasks:
@@ -233,7 +280,9 @@ class AutoSaver:
         if delay is None:
             base = t.last_save if self._unsaved(t) > 0 else t.last_turn
             delay = base + self.min_seconds - time.monotonic()
-        t.timer = asyncio.get_running_loop().call_later(max(0.0, delay), self._on_timer, t)
+        t.timer = asyncio.get_running_loop().call_later(
+            max(0.0, delay), self._on_timer, t, context=contextvars.Context()
+        )
 
     def _on_timer(self, t: _Tracked) -> None:
         t.timer = None
@@ -248,7 +297,8 @@ class AutoSaver:
 
     def _schedule(self, t: _Tracked, reason: str) -> asyncio.Task:
         if t.task is None or not _here(t.task):
-            t.task = asyncio.get_running_loop().create_task(self._run(t, reason))
+            # In a context of its own (see SyncPortal.post); create_task(context=) is Python 3.11+.
+            t.task = contextvars.Context().run(asyncio.get_running_loop().create_task, self._run(t, reason))
         return t.task
 
     # -- saving -------------------------------------------------------------------------
@@ -281,6 +331,9 @@ class AutoSaver:
 
     async def flush(self) -> None:
         """Wait for running saves, save every unsaved tail, forget what is saved; raise if one fails."""
+        await self._there(self._flush())
+
+    async def _flush(self) -> None:
         running = [t.task for t in self._all() if _here(t.task)]
         if running:
             await asyncio.gather(*running, return_exceptions=True)
@@ -299,7 +352,10 @@ class AutoSaver:
 
     async def forget(self, app_name: str, user_id: str, session_id: str, *, save: bool = True) -> None:
         """Stop tracking a session that ended: save its unsaved tail first, unless ``save=False`` (deleted)."""
-        t = self._find((app_name, user_id, session_id))
+        await self._there(self._forget((app_name, user_id, session_id), save))
+
+    async def _forget(self, key: Key, save: bool) -> None:
+        t = self._find(key)
         if t is None:
             return
         if save:
@@ -319,5 +375,9 @@ class AutoSaver:
                 pending,
                 sessions,
             )
-        for t in list(self._all()):
-            self._drop(t)
+        with self._lock:
+            self._closed = True
+            timers = [t.timer for ts in self._users.values() for t in ts.values() if t.timer is not None]
+            self._users.clear()  # a timer that still fires finds nothing to save
+        if timers:  # cancelled on their loop (a gone loop took them with it)
+            self._post(_cancel, timers)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
@@ -219,6 +220,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     _backend: Any = PrivateAttr(default=None)
     _ledger: Any = PrivateAttr(default=None)
     _portal: SyncPortal | None = PrivateAttr(default=None)
+    _portal_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _autosavers: Any = PrivateAttr(default_factory=weakref.WeakSet)
     _closed: bool = PrivateAttr(default=False)
     _facts: FactLayer | None = PrivateAttr(default=None)
@@ -710,10 +712,15 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
             saver.close()  # no timer may save into a closed store
         if self._facts is not None:
             await self._facts.close()
-        async with self._engine("closing"):
-            await self._backend.close()
-            if self._ledger is not self._backend:
-                await self._ledger.close()
+        try:
+            async with self._engine("closing"):
+                await self._backend.close()
+                if self._ledger is not self._backend:
+                    await self._ledger.close()
+        finally:
+            portal = self._portal
+            if portal is not None and not portal.mine():  # on its own loop (close_sync): stopped after
+                await asyncio.to_thread(portal.stop)
 
     async def __aenter__(self) -> LongTermMemory:
         return self
@@ -723,10 +730,17 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
 
     # -- blocking wrappers for scripts ----------------------------------------------------
 
+    def _background(self) -> SyncPortal:
+        """The loop of the sync wrappers, in a thread of this memory's own; automatic saving runs
+        there too, so its saves and timers outlive a caller's loop (ADK's ``Runner.run`` runs each
+        turn in an ``asyncio.run`` of its own). Stopped when the memory closes."""
+        with self._portal_lock:
+            if self._portal is None:
+                self._portal = SyncPortal()
+            return self._portal
+
     def _sync(self, coro: Any) -> Any:
-        if self._portal is None:
-            self._portal = SyncPortal()
-        return self._portal.call(coro)
+        return self._background().call(coro)
 
     def add_session_to_memory_sync(self, session: Any, *, auto_save_memory_policy: Any = None) -> SaveResult:
         return self._sync(self.add_session_to_memory(session, auto_save_memory_policy=auto_save_memory_policy))
@@ -754,9 +768,10 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
 
     def close_sync(self) -> None:
         self._sync(self.close())
-        portal = self._portal
-        if portal is not None:
-            portal.stop()  # kept: a later *_sync call runs on its own and hears "closed"
+        self._background().stop()  # kept: a later *_sync call runs on its own and hears "closed"
+
+    def flush_sync(self) -> None:
+        self._sync(self.flush())
 
 
 __all__ = ["LongTermMemory", "SaveResult"]

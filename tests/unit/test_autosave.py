@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import time
 import weakref
 from pathlib import Path
 
@@ -185,3 +186,59 @@ def test_one_event_loop_per_call_as_in_veadk_scripts(tmp_path: Path):
     assert memory.count_sync(app_name=APP, user_id="u0") == 2
     assert saver.tracked() == 0
     memory.close_sync()
+
+
+def wait_until(cond, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.02)
+
+
+def test_notify_from_plain_sync_code_saves_in_the_background(tmp_path: Path):
+    """A sync chat loop (no event loop at all) notifies after each turn: no error, the threshold
+    save happens on its own, and flush_sync saves the tail."""
+    memory = memory_at(tmp_path)
+    saver = memory.auto_saver(min_messages=2, min_seconds=3600)
+    one = make_session("s1", app=APP, user="u0", turns=[("user", "I keep bees")])
+    saver.notify(one)  # below the threshold: tracked, not saved
+    assert saver.pending() == 1
+    two = make_session("s2", app=APP, user="u0", turns=[("user", "I live in Porto"), ("user", "I am vegan")])
+    saver.notify(two)
+    wait_until(lambda: memory.count_sync(app_name=APP, user_id="u0") == 2)
+    memory.flush_sync()
+    assert memory.count_sync(app_name=APP, user_id="u0") == 3 and saver.tracked() == 0
+    memory.close_sync()
+
+
+def test_adk_sync_runner_turns_are_auto_saved(tmp_path: Path):
+    """ADK's ``Runner.run`` runs each turn in an ``asyncio.run`` of its own: the threshold saves
+    and the idle timer must not die with the turn's loop."""
+    memory = memory_at(tmp_path)
+    agent = Agent(
+        name="a", model=ScriptedLlm(), long_term_memory=memory, min_messages_threshold=3, min_time_threshold=0.2
+    )
+    sessions_ = InMemorySessionService()
+    runner = Runner(agent=agent, app_name=APP, session_service=sessions_)
+    asyncio.run(sessions_.create_session(app_name=APP, user_id="u0", session_id="s1"))
+    for text in ("my passport expires in August", "I live in Lisbon", "my cat is Tom"):
+        msg = types.Content(role="user", parts=[types.Part(text=text)])
+        list(runner.run(user_id="u0", session_id="s1", new_message=msg))
+    # 3 user lines (the model's replies are not kept by the default policy); the last one only
+    # by the idle timer, after the last turn's loop ended.
+    wait_until(lambda: memory.count_sync(app_name=APP, user_id="u0") == 3)
+    memory.close_sync()
+
+
+async def test_closing_the_memory_ends_its_background_thread(tmp_path: Path):
+    memory = memory_at(tmp_path)
+    saver = memory.auto_saver(min_messages=1, min_seconds=3600)
+    saver.notify(make_session("s1", app=APP, user="u0"))
+    await memory.flush()
+    assert await memory.count(app_name=APP, user_id="u0") == 1
+    thread = memory._background()._thread
+    assert thread is not None and thread.is_alive()  # the saves ran there
+    await memory.close()
+    thread.join(5)
+    assert not thread.is_alive()
