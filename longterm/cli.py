@@ -91,6 +91,11 @@ def _json_object(option: str, value: str | None) -> dict[str, Any]:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigurationError(f"{option} is not JSON ({exc}); pass a JSON object or @file.json.") from None
+    except RecursionError:
+        where = value[1:] if value.startswith("@") else "the value"
+        raise ConfigurationError(
+            f"{option}: {where} is JSON nested too deeply to read; pass a JSON object of settings."
+        ) from None
     if not isinstance(obj, dict):
         raise ConfigurationError(f"{option} must be a JSON object, not {type(obj).__name__}.")
     return obj
@@ -180,33 +185,48 @@ def demo(ctx: click.Context, path: str | None) -> None:
 )
 @click.pass_context
 def import_(ctx: click.Context, files: tuple[str, ...], app_name: str | None, user_id: str | None, policy: str) -> None:
-    """Import JSON/JSONL transcripts or ADK session dumps (incremental: re-import writes nothing new).
+    """Import JSON/JSONL transcripts, ADK session dumps or files of `longterm export`.
 
-    Messages are grouped into sessions by their session_id (or conversation_id, thread_id)
-    field; a message without a time gets the import time, in file order.
+    Incremental: re-import writes nothing new. Messages are grouped into sessions by their
+    session_id (or conversation_id, thread_id) field; a message without a time gets the
+    import time, in file order. A file `longterm export` wrote is restored as it is (same
+    ids, texts, times): a backup restored into the store it came from duplicates nothing.
+    Every file is read and checked before anything is written.
     """
-    from .transcripts import load_sessions
+    from .transcripts import load_file
 
     pol: Any = _json_object("--policy", policy.strip()) if policy.strip()[:1] in ("{", "@") else policy
 
     async def go() -> None:
         sessions: list[dict[str, Any]] = []
+        records: list[Any] = []
         for f in files:
-            sessions.extend(load_sessions(f, app_name=app_name, user_id=user_id))
+            loaded = load_file(f, app_name=app_name, user_id=user_id)
+            sessions.extend(loaded.sessions)
+            records.extend(loaded.records)
         memory = _memory(ctx)
         saved = new = 0
         columns = TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
         try:
             with Progress(*columns, console=console) as bar:
-                task = bar.add_task("importing sessions", total=len(sessions))
-                for s in sessions:
-                    result = await memory.add_session_to_memory(s, auto_save_memory_policy=pol)
-                    saved += result.saved
-                    new += result.new_events
-                    bar.advance(task)
+                if sessions or not records:
+                    task = bar.add_task("importing sessions", total=len(sessions))
+                    for s in sessions:
+                        result = await memory.add_session_to_memory(s, auto_save_memory_policy=pol)
+                        saved += result.saved
+                        new += result.new_events
+                        bar.advance(task)
+                if records:
+                    task = bar.add_task("restoring exported memories", total=len(records))
+                    for i in range(0, len(records), 500):
+                        await memory.upsert_records(records[i : i + 500])
+                        bar.advance(task, len(records[i : i + 500]))
         finally:
             await memory.close()
-        console.print(f"{len(sessions)} sessions, {new} new events, [green]{saved} memories saved[/]")
+        if sessions or not records:
+            console.print(f"{len(sessions)} sessions, {new} new events, [green]{saved} memories saved[/]")
+        if records:
+            console.print(f"[green]{len(records)} exported memories restored[/] (as exported: same ids)")
 
     asyncio.run(go())
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, TypeVar
@@ -18,6 +19,7 @@ from typing import Any, TypeVar
 import click
 
 from ..errors import ConfigurationError
+from .llm import ModelError
 
 T = TypeVar("T")
 
@@ -105,9 +107,29 @@ def history(ctx: click.Context, fact_id: str, app_name: str, user_id: str) -> No
 @_user
 @click.pass_context
 def distill(ctx: click.Context, app_name: str, user_id: str) -> None:
-    """Distil the user's evidence that is not distilled yet (after a stop or an outage)."""
-    left = _run(ctx, lambda m: m.distill_facts(app_name=app_name, user_id=user_id))
-    click.echo("all evidence distilled" if not left else f"{left} records still wait (the model failed; retry)")
+    """Distil the user's evidence that is not distilled yet (after a stop or an outage).
+
+    Exits 1 with one error line while records still wait (the model is down or failing)."""
+
+    async def job(memory: Any) -> tuple[int, str | None]:
+        left = await memory.distill_facts(app_name=app_name, user_id=user_id)
+        return left, memory._facts.last_error
+
+    quiet = logging.getLogger("longterm.facts")  # its warning of each failed batch: the reason goes in the line
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        left, why = _run(ctx, job)
+    finally:
+        quiet.setLevel(level)
+    if left:
+        records, wait = ("1 record", "waits") if left == 1 else (f"{left} records", "wait")
+        raise ModelError(
+            f"{records} of user {user_id!r} in app {app_name!r} still {wait} to be distilled: "
+            f"{(why or 'the fact model failed').rstrip('.')}. Nothing is lost: check the model (--base-url, "
+            "--model, --api-key) and run `longterm facts distill` again (a later save retries too)."
+        )
+    click.echo("all evidence distilled")
 
 
 @facts.command()

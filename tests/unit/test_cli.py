@@ -126,7 +126,7 @@ def test_an_unexpected_exception_is_one_line_asking_for_a_report(tmp_path: Path,
     def broken(*args, **kwargs):
         raise RuntimeError("boom\nsecond line")
 
-    monkeypatch.setattr(longterm.transcripts, "load_sessions", broken)
+    monkeypatch.setattr(longterm.transcripts, "load_file", broken)
     line = _one_error_line(run("import", str(tmp_path / "x.json"), "--app", "a", "--user", "u"))
     assert line == "error: internal error: RuntimeError: boom second line (please report)"
 
@@ -293,3 +293,32 @@ def test_a_json_file_nested_past_what_python_reads_is_one_error_line(tmp_path: P
     config = json.dumps({"path": str(tmp_path / "m.db")})
     r = run("--config", config, "import", str(deep), "--app", "a", "--user", "u")
     assert r.exit_code == 1 and "nested too deeply" in r.output and "internal error" not in r.output, r.output
+
+
+def test_facts_distill_fails_while_records_still_wait(tmp_path: Path, _home: Path):
+    """The model is down: `longterm facts distill` says how many records wait and exits 1;
+    once the model answers, the same command distils them and exits 0."""
+    from longterm import LongTermMemory
+    from longterm.testing import make_session
+    from longterm.testing.scripted_llm import FactRule, ScriptedChat
+
+    path = str(tmp_path / "m.db")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LONGTERM_FACTS")} | {"LONGTERM_HOME": str(_home)}
+    with ScriptedChat([FactRule(r"\bI live in (\w+)", "The user lives in {1}", "home city")]) as chat:
+        chat.down = True
+        facts = {"base_url": chat.base_url, "model": "scripted", "api_key": "k", "timeout": 1.0, "retry_seconds": 600}
+        memory = LongTermMemory(backend_config={"path": path}, facts=facts)
+        memory.add_session_to_memory_sync(make_session("s1", app="app", user="u1", turns=[("user", "I live in Porto")]))
+        assert memory._sync(memory.flush_facts()) == 1
+        memory.close_sync()
+        args = ["--config", json.dumps({"path": path}), "facts", "--base-url", chat.base_url, "--model", "scripted"]
+        args += ["distill", "--app", "app", "--user", "u1"]
+        cmd = [sys.executable, "-m", "longterm.cli", *args]
+        out = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True)
+        assert out.returncode == 1, out.stdout + out.stderr
+        assert "Traceback" not in out.stderr and out.stderr.count("\n") == 1, out.stderr
+        assert out.stderr.startswith("error: 1 record of user 'u1' in app 'app' still waits to be distilled")
+        assert "the model is down" in out.stderr and "longterm facts distill" in out.stderr
+        chat.down = False
+        out = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True)
+        assert out.returncode == 0 and out.stdout == "all evidence distilled\n", out.stdout + out.stderr
