@@ -333,6 +333,13 @@ def event_ids(raw_events: list[Any]) -> list[str]:
     return ids
 
 
+def _partial(value: Any) -> bool:
+    """``partial`` as ADK's pydantic reads it: the string "false" (or "0", "no", "off") is false."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes", "on", "t", "y")
+    return bool(value)
+
+
 def read_session(obj: Any) -> SessionView:
     """Accept an ADK Session, a dict or our Session; raise InvalidInputError otherwise."""
     if obj is None:
@@ -348,7 +355,7 @@ def read_session(obj: Any) -> SessionView:
     raw_events = _get(obj, "events") or []
     if not isinstance(raw_events, (list, tuple)):
         raise InvalidInputError("session.events must be a list of events.")
-    raw_events = [e for e in raw_events if not _get(e, "partial")]
+    raw_events = [e for e in raw_events if not _partial(_get(e, "partial"))]
     return SessionView(
         app_name=fields["app_name"],
         user_id=fields["user_id"],

@@ -171,6 +171,20 @@ def test_memory_top_k_is_checked_like_search_top_k(tmp_path: Path, top_k: Any):
     m.close_sync()
 
 
+async def test_partial_is_read_as_adk_reads_it(tmp_path: Path):
+    """A session from JSON (a web client, a dump) may carry ``"partial": "false"``: ADK reads it
+    as false and keeps the event, so do we; ``"true"`` is a streaming chunk, left out."""
+    memory = _memory(tmp_path)
+    session = make_session(turns=[("user", "my cat is Tom"), ("user", "my cat is T"), ("user", "I keep bees")])
+    session["events"][0]["partial"] = "false"
+    session["events"][1]["partial"] = "true"
+    session["events"][2]["partial"] = "0"
+    assert (await memory.add_session_to_memory(session)).saved == 2
+    hits = await memory.search_memory(app_name="app", user_id="u1", query="cat Tom bees")
+    assert sorted(m.content.parts[0].text for m in hits.memories) == ["I keep bees", "my cat is Tom"]
+    await memory.close()
+
+
 async def test_iterables_and_mappings_other_than_list_and_dict_still_work(tmp_path: Path):
     m = _memory(tmp_path)
     sessions = (make_session(f"s{i}", turns=[("user", f"note {i} about figs")]) for i in range(3))
