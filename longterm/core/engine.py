@@ -570,9 +570,12 @@ class Engine:
             self._closed = True
         self._stopping = True  # the background embedder stops at its next step
         self._wake.set()
+        # Released once the running operations end, even when this wait is cancelled (a shutdown
+        # hook's deadline): the cancellation is the caller's to hear, the release still happens.
+        shut = self._pool.submit(self._shut)
         try:
-            await asyncio.wrap_future(self._pool.submit(self._shut))
-        except BaseException:  # closing: nothing left to release, but say what happened
+            await asyncio.shield(asyncio.wrap_future(shut))
+        except Exception:  # closing: nothing left to release, but say what happened
             log.debug("closing %s %s", self.name, self.where, exc_info=True)
         finally:
             self._pool.shutdown(wait=False)

@@ -223,3 +223,28 @@ async def test_work_queued_behind_close_never_reaches_the_closed_store(tmp_path:
     with pytest.raises(BackendError, match="is closed; open a new LongTermMemory"):
         await store.count(S)
     await store.close()
+
+
+async def test_a_close_cut_short_by_a_deadline_still_releases_the_store(tmp_path: Path) -> None:
+    """A shutdown hook closes under a deadline while a save runs: the caller hears its timeout,
+    and the store is still released once the save ends (not left open for the process's life)."""
+    started, released = threading.Event(), threading.Event()
+
+    class Slow(LocalBackend):
+        def _commit(self, *args: Any, **kwargs: Any) -> None:
+            started.set()
+            threading.Event().wait(1.0)
+            super()._commit(*args, **kwargs)
+
+        def _shut(self) -> None:
+            super()._shut()
+            released.set()
+
+    memory = LongTermMemory(backend=Slow(tmp_path / "m.db"))
+    save = asyncio.create_task(memory.add_session_to_memory(make_session()))
+    while not started.is_set():
+        await asyncio.sleep(0.01)
+    with pytest.raises(asyncio.TimeoutError):  # TimeoutError from Python 3.11 on
+        await asyncio.wait_for(memory.close(), 0.1)
+    await asyncio.gather(save, return_exceptions=True)
+    assert await asyncio.to_thread(released.wait, 10)
