@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 from pydantic_core import to_jsonable_python
 
 from .errors import InvalidInputError, LongTermMemoryError
@@ -333,10 +333,17 @@ def event_ids(raw_events: list[Any]) -> list[str]:
     return ids
 
 
+#: A flag as ADK's pydantic models read it: the strings "false", "0", "no", "off" are false.
+FLAG: TypeAdapter[bool] = TypeAdapter(bool)
+
+
 def _partial(value: Any) -> bool:
-    """``partial`` as ADK's pydantic reads it: the string "false" (or "0", "no", "off") is false."""
+    """``partial`` as ADK reads it (``FLAG``); a string that is no flag is not partial."""
     if isinstance(value, str):
-        return value.strip().lower() in ("true", "1", "yes", "on", "t", "y")
+        try:
+            return FLAG.validate_python(value.strip())
+        except ValidationError:
+            return False
     return bool(value)
 
 

@@ -50,11 +50,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from .errors import InvalidInputError, raise_ours_from
 from .records import MemoryRecord
-from .sessions import read_session, to_event
+from .sessions import FLAG, read_session, to_event
 
 #: Fields of a message that name its session, first found wins.
 SESSION_KEYS = ("session_id", "conversation_id", "thread_id")
@@ -69,7 +69,6 @@ _KINDS = {
     "session": "a session (an object with 'events' or 'messages')",
     "message": "a message (an object with 'role' and 'content', or an ADK event)",
 }
-_BOOL: TypeAdapter[bool] = TypeAdapter(bool)
 
 
 @dataclass
@@ -124,7 +123,7 @@ def _check_event(ev: dict[str, Any], at: str) -> dict[str, Any]:
         _id(ev["id"], "id", at)
     if ev.get("partial") is not None and not isinstance(ev["partial"], bool):
         try:  # "false" is false (pydantic's reading, ADK's too), not a truthy string that drops the event
-            ev["partial"] = _BOOL.validate_python(ev["partial"])
+            ev["partial"] = FLAG.validate_python(ev["partial"])
         except ValidationError:
             raise InvalidInputError(
                 f"{at}: 'partial' must be true or false, not {_json_type(ev['partial'])}."
