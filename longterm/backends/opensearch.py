@@ -118,6 +118,9 @@ class OpenSearchBackend(Engine):
         self._create(self.index, settings, {"properties": props, "_meta": meta})
         ledger = dict.fromkeys(("app_name", "user_id", "session_id", "event_id"), KEYWORD)
         self._create(self.ledger, {}, {"dynamic": "strict", "properties": ledger})
+        # Another worker may have created them a moment ago: a search before their shards start is a 503.
+        wait = {"timeout": f"{self.timeout or 30:g}s", "request_timeout": (self.timeout or 30) + 5}
+        self.client.cluster.health(index=f"{self.index},{self.ledger}", wait_for_status="yellow", **wait)
 
     def _create(self, index: str, settings: dict[str, Any], mappings: dict[str, Any]) -> None:
         if self.replicas is not None:
@@ -128,9 +131,6 @@ class OpenSearchBackend(Engine):
         except self._os.exceptions.RequestError as exc:
             if "resource_already_exists" not in str(exc):
                 raise
-        # Another worker may have created it a moment ago: a search before its shards start is a 503.
-        wait = {"timeout": f"{self.timeout or 30:g}s", "request_timeout": (self.timeout or 30) + 5}
-        self.client.cluster.health(index=index, wait_for_status="yellow", **wait)
 
     def _metas(self) -> dict[str, Any]:
         mapping = self.client.indices.get_mapping(index=self.index)
