@@ -549,6 +549,24 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         async with self._engine("counting memories"):
             return await self._backend.count(self._scope(app_name, user_id))
 
+    async def scopes(self) -> list[tuple[str, str, int]]:
+        """(app, user, count) of every user with memories in this memory's index, for stats,
+        migrations and inspection (every built-in engine lists them)."""
+        lister = getattr(self._backend, "scopes", None)
+        if lister is None:
+            raise ConfigurationError(f"backend {self.backend_name!r} cannot list its users; pass an app and a user.")
+        async with self._engine("listing users"):
+            return [(str(a), str(u), int(n)) for a, u, n in await lister()]
+
+    async def indices(self) -> list[str]:
+        """The index names of this store (its location and prefix) that hold memories: what
+        ``LongTermMemory(index=...)`` opens. This memory's own index is listed when it has any."""
+        lister = getattr(self._backend, "indices", None)
+        if lister is None:
+            raise ConfigurationError(f"backend {self.backend_name!r} cannot list its indices; pass --index.")
+        async with self._engine("listing indices"):
+            return sorted(str(i) for i in await lister())
+
     async def iter_records(self, *, app_name: str, user_id: str) -> AsyncIterator[MemoryRecord]:
         scope = self._scope(app_name, user_id)
         async with self._engine("reading memories"):
@@ -765,6 +783,12 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
 
     def count_sync(self, *, app_name: str, user_id: str) -> int:
         return self._sync(self.count(app_name=app_name, user_id=user_id))
+
+    def scopes_sync(self) -> list[tuple[str, str, int]]:
+        return self._sync(self.scopes())
+
+    def indices_sync(self) -> list[str]:
+        return self._sync(self.indices())
 
     def close_sync(self) -> None:
         self._sync(self.close())

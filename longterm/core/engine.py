@@ -169,6 +169,17 @@ class Engine:
         cursor (None: done). Every record exactly once, in an order of the engine's choosing."""
         raise NotImplementedError
 
+    def _scopes(self) -> list[tuple[str, str, int]]:
+        """(app, user, count) of every scope of this index holding at least one record, for
+        ``stats`` and ``migrate``. Every built-in engine implements it."""
+        raise NotImplementedError
+
+    def _indices(self) -> list[str]:
+        """The ``index`` names (as a caller passes them in ``backend_config``, not the engine's
+        physical names) of every index of this store's location and prefix that holds records,
+        this one included when it does: the CLI, MCP and UI find a user in whichever holds it."""
+        raise NotImplementedError
+
     # An engine that cannot keep its ledger and meta itself sets ``self.side_ledger`` (a
     # ``SideLedger`` file beside the store, moved and erased with it); these four then use it.
 
@@ -549,6 +560,14 @@ class Engine:
                 yield rec
             if cursor is None:
                 return
+
+    async def scopes(self) -> list[tuple[str, str, int]]:
+        """(app, user, count) of every scope of this index with records (``_scopes``)."""
+        return await self._run("listing users", self._scopes)
+
+    async def indices(self) -> list[str]:
+        """The index names of this store that hold records (``_indices``)."""
+        return await self._run("listing indices", self._indices)
 
     async def saved(self, scope: Scope, session_id: str) -> set[str]:
         """The ledger: event ids of this session already handled by this store."""

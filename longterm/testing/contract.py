@@ -418,6 +418,20 @@ class ContractSuite:
         await v1.close()
 
     @pytest.mark.asyncio
+    async def test_users_and_indices_are_listed(self, open_memory: Callable[..., LongTermMemory]):
+        """``stats`` and ``migrate`` list a store's users and indices on every engine."""
+        a = open_memory(index="listed_a")
+        b = open_memory(index="listed_b")
+        await a.add_session_to_memory(make_session("s1", turns=[("user", "alpha one"), ("user", "alpha two")]))
+        await a.add_session_to_memory(make_session("s2", app="other app", user="u:2", turns=[("user", "beta")]))
+        await b.add_session_to_memory(make_session("s3", user="u3", turns=[("user", "gamma")]))
+        assert sorted(await a.scopes()) == [("app", "u1", 2), ("other app", "u:2", 1)]
+        assert sorted(await b.scopes()) == [("app", "u3", 1)]
+        assert {"listed_a", "listed_b"} <= set(await a.indices())
+        await a.delete_memory(app_name="other app", user_id="u:2")
+        assert sorted(await a.scopes()) == [("app", "u1", 2)]
+
+    @pytest.mark.asyncio
     async def test_the_ledger_moves_with_the_store_not_with_the_home(
         self,
         open_memory: Callable[..., LongTermMemory],

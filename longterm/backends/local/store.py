@@ -90,7 +90,7 @@ class LocalBackend(Engine):
         super().__init__(where=str(self.path), store_id=store_id, max_record_bytes=max_record_bytes, **hybrid)
         self._vectors = VectorStore(self.embedder.dim) if self.embedder else None
         self._conn: sqlite3.Connection | None = None
-        self._scopes: dict[tuple[str, str], int] = {}
+        self._scope_cache: dict[tuple[str, str], int] = {}
 
     @classmethod
     def from_config(cls, config: dict[str, Any], *, root: Path) -> LocalBackend:
@@ -132,7 +132,7 @@ class LocalBackend(Engine):
 
     def _scope(self, app: str, user: str, *, create: bool = False) -> int | None:
         """The scope's id; with ``create``, made first (committed on its own: ids are never reused)."""
-        known = self._scopes.get((app, user))
+        known = self._scope_cache.get((app, user))
         if known is not None:
             return known
         args = (self.index, app, user)
@@ -142,7 +142,7 @@ class LocalBackend(Engine):
                 conn.execute(sql.ADD_SCOPE, args)
             row = self.conn.execute(sql.GET_SCOPE, args).fetchone()
         if row is not None:
-            self._scopes[(app, user)] = row[0]
+            self._scope_cache[(app, user)] = row[0]
         return None if row is None else int(row[0])
 
     def _row(self, scope: int, r: MemoryRecord) -> tuple[Any, ...]:
@@ -269,6 +269,8 @@ class LocalBackend(Engine):
         rows = self.conn.execute(sql.SCAN, (scope_id, *after, size)).fetchall()
         return [_row_to_record(r[1:], scope) for r in rows], (tuple(rows[-1][2:4]) if len(rows) == size else None)
 
-    async def scopes(self) -> list[tuple[str, str, int]]:
-        """(app, user, count) of every scope in this index, for stats."""
-        return await self._run("listing users", lambda: self.conn.execute(sql.SCOPES, (self.index,)).fetchall())
+    def _scopes(self) -> list[tuple[str, str, int]]:
+        return [tuple(r) for r in self.conn.execute(sql.SCOPES, (self.index,)).fetchall()]
+
+    def _indices(self) -> list[str]:
+        return [r[0] for r in self.conn.execute(sql.INDICES).fetchall()]
