@@ -262,6 +262,12 @@ class Engine:
     def _close(self) -> None:
         """Release connections and locks."""
 
+    def _forget_after_fork(self) -> None:
+        """In a forked child, before any other call: drop (never close: the parent still uses
+        them) the connections, clients and locks inherited from the parent, so that the next
+        call opens its own (the core runs ``_open`` again). An embedded store that serves one
+        process raises a ``BackendError`` saying so from its next call instead."""
+
     def _rules(self) -> Sequence[Rule]:
         """This engine's error table (see ``core.errors``): ``rules``, unless built at run time."""
         return self.rules
