@@ -10,7 +10,7 @@ Presets, and what an explicitly set field does to them:
 |-----------|------------|-------|-----------|-----------------|--------------------|
 | default   | user       | any   | True      | False           | False              |
 | all       | any        | any   | False     | True            | True               |
-| custom    | any        | any   | False     | False           | False              |
+| custom    | any        | any   | True      | False           | False              |
 
 A field given explicitly (``MemoryAutoSavePolicy(preset="default", include_roles=["user",
 "model"])``) overrides the preset's value for that field only; the rest stays the preset's.
@@ -21,7 +21,8 @@ How a unit (see classify.py) is kept, all conditions together:
    is ``user``) and its author passes include_authors/exclude_authors (exact,
    case-sensitive author names);
 2. thought units need include_thought; blank text units need include_empty_text;
-3. text_only keeps only text, thought and transcription units;
+3. text_only keeps only text, thought and transcription units, unless include_event_types is
+   set (VeADK's rule: the types named there are what is kept);
 4. one of the unit's type names is in include_event_types (when set) and none is in
    exclude_event_types.
 An event is saved when at least one unit is kept.
@@ -71,7 +72,9 @@ _NAME_LISTS = (
 PRESETS: dict[str, dict[str, Any]] = {
     "default": dict(include_roles=["user"], text_only=True, include_thought=False, include_empty_text=False),
     "all": dict(include_roles=None, text_only=False, include_thought=True, include_empty_text=True),
-    "custom": dict(include_roles=None, text_only=False, include_thought=False, include_empty_text=False),
+    # VeADK: "custom" starts from the default policy (text only, no thought, no empty text) with
+    # roles and types unrestricted; include_event_types, when set, replaces text_only.
+    "custom": dict(include_roles=None, text_only=True, include_thought=False, include_empty_text=False),
 }
 
 
@@ -142,6 +145,8 @@ class MemoryAutoSavePolicy(BaseModel):
         for name in _NAME_LISTS:
             value = rules[name]
             rules[name] = None if value is None else frozenset(value)
+        if rules["include_event_types"] is not None:  # the types named are what is kept (VeADK)
+            rules["text_only"] = False
         return rules
 
     def select(self, event: Event) -> Selected | None:

@@ -108,8 +108,40 @@ def test_openai_reads_the_environment(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-fallback")
     e = OpenAIEmbedder()
     assert e.base_url == "http://mine/v1" and e.api_key == "sk-fallback"
-    with pytest.raises(ConfigurationError, match="pass dim="):
-        _ = e.dim
+    assert e.dim == 1536  # text-embedding-3-small, known
+
+
+@pytest.mark.parametrize(
+    "model, dim",
+    [
+        ("doubao-embedding", 2560),  # VeADK's default
+        ("doubao-embedding-text-240715", 2560),
+        ("text-embedding-3-large", 3072),
+        ("BAAI/bge-m3", 1024),
+        ("bge-small-en-v1.5", 384),
+        ("intfloat/multilingual-e5-small", 384),
+        ("nomic-embed-text:latest", 768),
+    ],
+)
+def test_common_models_dimensions_are_known_without_a_call(model: str, dim: int):
+    e = OpenAIEmbedder(model, base_url="http://127.0.0.1:9/v1")  # nothing listens: no call is made
+    assert e.dim == dim
+
+
+async def test_an_unknown_models_dimension_is_learned_from_its_first_embedding(scripted_service: str, tmp_path):
+    """A model whose dimension nobody wrote down works: construction never refuses it."""
+    from longterm import LongTermMemory
+    from tests.conftest import make_session
+
+    memory = LongTermMemory(
+        backend_config={"path": str(tmp_path / "m.db")},
+        embedder={"name": "openai", "model": "my-own-model", "base_url": scripted_service, "api_key": "k"},
+    )
+    await memory.add_session_to_memory(make_session(turns=[("user", "I keep bees")]))
+    res = await memory.search_memory(app_name="app", user_id="u1", query="bees")
+    assert [m.custom_metadata.get("degraded") for m in res.memories] == [None]
+    assert all("dimensions" not in r[2] for r in _Script.requests)  # a dimension we did not choose is not sent
+    await memory.close()
 
 
 def test_the_openai_embedder_serves_every_event_loop_and_is_closed_with_the_memory(scripted_service, tmp_path):

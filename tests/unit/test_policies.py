@@ -141,12 +141,31 @@ def test_all_saves_everything_including_thoughts_and_empty_text():
     assert p.select(ev([{"function_response": {"name": "f", "response": {}}}], "user")).role == "tool"
 
 
-def test_custom_has_no_role_restriction_but_drops_thoughts_and_empty_text():
+def test_custom_has_no_role_restriction_keeps_text_and_drops_thoughts_and_empty_text():
+    """VeADK: custom starts from the default policy object, roles and types unrestricted."""
     p = MemoryAutoSavePolicy(preset="custom")
     sel = p.select(ev(MIXED, "model", "agent"))
-    assert sel.event_types == ["text", "function_call", "tool_call"]
+    assert sel.event_types == ["text"]
     assert p.select(ev([{"text": ""}], "model")) is None
     assert p.select(ev(None)) is None
+
+
+def test_custom_with_roles_keeps_only_text_parts_as_veadk_does():
+    """VeADK's test_custom_auto_save_memory_policy_filters_roles_and_non_text_parts."""
+    p = resolve_policy({"preset": "custom", "include_roles": ["assistant"]})
+    call = {"function_call": {"name": "lookup", "args": {"q": "weather"}}}
+    sel = p.select(ev([{"text": "It is sunny"}, call], "model", "agent"))
+    assert (sel.text, sel.event_types, sel.parts) == ("It is sunny", ["text"], [{"text": "It is sunny"}])
+    assert p.select(ev([{"text": "user words"}], "user")) is None
+    assert p.select(ev([call], "model", "agent")) is None
+
+
+def test_include_event_types_names_what_is_kept_even_with_text_only():
+    """VeADK: text_only applies only while include_event_types is not set."""
+    p = MemoryAutoSavePolicy(preset="custom", include_event_types=["text", "function_call"])
+    assert p.select(ev(MIXED, "model", "agent")).event_types == ["text", "function_call", "tool_call"]
+    p2 = MemoryAutoSavePolicy(preset="default", include_roles=None, include_event_types=["function_call"])
+    assert p2.select(ev(MIXED, "model", "agent")).event_types == ["function_call", "tool_call"]
 
 
 def test_explicit_fields_override_the_preset_only_for_themselves():

@@ -27,6 +27,43 @@ from .base import Kind, normalize
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
+#: Dimensions of common embedding models, by model name (lower case, a provider prefix such as
+#: ``openai/`` or ``BAAI/`` dropped). A model not listed is asked once: its first embedding says.
+KNOWN_DIMS: dict[str, int] = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+    # Volcengine Ark (VeADK's defaults)
+    "doubao-embedding": 2560,
+    "doubao-embedding-text-240715": 2560,
+    "doubao-embedding-text-240515": 2048,
+    "doubao-embedding-large": 4096,
+    "doubao-embedding-large-text-240915": 4096,
+    "doubao-embedding-large-text-250515": 2048,
+    # BAAI and E5 models as served by OpenAI-compatible servers (vLLM, TEI, Ollama, ...)
+    "bge-m3": 1024,
+    "bge-large-en-v1.5": 1024,
+    "bge-base-en-v1.5": 768,
+    "bge-small-en-v1.5": 384,
+    "bge-large-zh-v1.5": 1024,
+    "bge-base-zh-v1.5": 768,
+    "bge-small-zh-v1.5": 512,
+    "multilingual-e5-large": 1024,
+    "multilingual-e5-base": 768,
+    "multilingual-e5-small": 384,
+    "e5-large-v2": 1024,
+    "e5-base-v2": 768,
+    "e5-small-v2": 384,
+    "nomic-embed-text": 768,
+    "mxbai-embed-large": 1024,
+}
+
+
+def known_dim(model: str) -> int | None:
+    """The dimension of ``model`` by ``KNOWN_DIMS`` (``BAAI/bge-m3`` and ``bge-m3:latest`` too)."""
+    name = model.strip().lower().rsplit("/", 1)[-1].split(":", 1)[0]
+    return KNOWN_DIMS.get(name)
+
 
 class OpenAIEmbedder:
     def __init__(
@@ -52,17 +89,22 @@ class OpenAIEmbedder:
         self.max_retries = max_retries
         self.timeout = timeout
         self._prefix = {"query": query_prefix, "passage": passage_prefix}
-        self._dim = dim
+        self._dim = dim or known_dim(model)
+        self._dim_given = dim is not None  # only a dimension the caller chose is sent as "dimensions"
         self.id = f"openai-{model}" + (f"-{dim}" if dim else "")
         self._client: Any = None
         self._lock = threading.Lock()
 
     @property
     def dim(self) -> int:
+        """The model's dimension: ``dim=``, else ``KNOWN_DIMS``, else learned from one embedding
+        (asked the first time a store needs it, never at construction)."""
         if self._dim is None:
+            self.embed(["dimension"])
+        if self._dim is None:  # an answer of no vectors at all
             raise ConfigurationError(
-                f"the dimension of embedding model {self.model!r} is not known yet; pass dim= "
-                "(e.g. {'name': 'openai', 'model': ..., 'dim': 1536}) so stores can be created."
+                f"the embedding service returned no vector for model {self.model!r}, so its dimension is "
+                "unknown; pass dim= (e.g. {'name': 'openai', 'model': ..., 'dim': 1536})."
             )
         return self._dim
 
@@ -76,7 +118,7 @@ class OpenAIEmbedder:
         client = self._http()
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         body: dict[str, Any] = {"model": self.model, "input": batch}
-        if self._dim:
+        if self._dim and self._dim_given:
             body["dimensions"] = self._dim
         url = f"{self.base_url}/embeddings"
         delay = 0.5
