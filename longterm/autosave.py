@@ -316,8 +316,8 @@ class AutoSaver:
     async def _save(self, t: _Tracked, reason: str, *, raise_errors: bool) -> bool:
         session, total = t.session, _event_count(t.session)
         try:
-            result = await self.memory.add_session_to_memory(
-                session, auto_save_memory_policy=self.policy, reconsider=t.reconsider
+            result = await self.memory.add_session_to_memory(  # lenient: what it cannot read waits, unmarked
+                session, auto_save_memory_policy=self.policy, reconsider=t.reconsider, lenient=True
             )
         except Exception as exc:
             t.last_error = f"{type(exc).__name__}: {exc}"

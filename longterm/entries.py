@@ -78,3 +78,10 @@ def make_content(content: dict[str, Any], fallback_text: str) -> Any:
     except Exception:  # content written by another tool or version: keep its text
         log.debug("stored content did not validate; returning its text", exc_info=True)
         return cls.model_validate({"role": content.get("role") or "user", "parts": [{"text": fallback_text}]})
+
+
+def entry_text(entry: Any) -> str:
+    """The text parts of a ``MemoryEntry`` (ADK's or ours), joined by spaces."""
+    content = getattr(entry, "content", None)
+    parts = getattr(content, "parts", None) or []
+    return " ".join(t for t in (getattr(p, "text", None) for p in parts) if t)

@@ -23,12 +23,16 @@ configured none of it runs.
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import logging
 import threading
 import time
+import uuid
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
@@ -45,11 +49,14 @@ from .entries import MemoryEntry, MemoryServiceBase, SearchMemoryResponse, make_
 from .errors import BackendError, ConfigurationError, InvalidInputError, LongTermMemoryError, raise_ours_from
 from .facts import KINDS, FactLayer, FactsConfig, SearchKind, split_hits
 from .facts.model import META as FACT_META
-from .policies import resolve_policy
-from .records import Hit, MemoryRecord, Scope, check_id
+from .facts.model import is_fact
+from .policies import MemoryAutoSavePolicy, resolve_policy
+from .records import Hit, Memory, MemoryPage, MemoryRecord, Scope, check_id
+from .retrieval.calibration import calibrate
 from .retrieval.rescoring import Rescoring
 from .saves import make_record, plan_save
-from .sessions import SessionView, event_ids, parse_timestamp, read_session, to_event
+from .sessions import SessionView, event_ids, parse_timestamp, read_events, read_session, to_event
+from .shapes import as_messages
 from .tools import MemoryTool
 
 log = logging.getLogger("longterm")
@@ -70,7 +77,7 @@ MAX_QUERY_CHARS = 16_384
 #: ``custom_metadata`` keys a search result sets itself: a memory's own metadata never shows
 #: under these names (a saved ``"backend"`` or ``"score"`` would pass for the library's).
 RESERVED_METADATA = frozenset(
-    {"session_id", "event_id", "score", "backend", "role", "event_types", "arms", "degraded"}
+    {"session_id", "event_id", "score", "raw_score", "backend", "role", "event_types", "arms", "degraded"}
     | {"relevance", "recency", "backend_score"}  # rescoring's parts (``importance`` is the user's input)
 )
 
@@ -85,6 +92,11 @@ class SaveResult(BaseModel):
     """Events the ledger had not seen before this save."""
     saved: int
     """Records written (new events the policy kept)."""
+    memory_ids: list[str] = Field(default_factory=list)
+    """The ids of the memories written (``get(id)``, ``delete(id)``)."""
+    refused: int = 0
+    """Events left out, unmarked, because they are in no known shape (automatic saves only:
+    a direct save raises instead); fixed, the same ids save later."""
 
 
 def _default_backend() -> str:
@@ -162,6 +174,25 @@ def _direct_records(
     return records, len(seen)
 
 
+def _make_cursor(record: MemoryRecord) -> str:
+    """An opaque ``get_all`` cursor: the (time, id) of a page's last memory."""
+    return base64.urlsafe_b64encode(json.dumps([record.timestamp, record.id]).encode()).decode().rstrip("=")
+
+
+def _read_cursor(cursor: Any) -> tuple[float, str] | None:
+    if cursor is None:
+        return None
+    try:
+        if not isinstance(cursor, str):
+            raise ValueError
+        ts, rid = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        return float(ts), str(rid)
+    except (ValueError, TypeError):
+        raise InvalidInputError(
+            f"cursor {cursor!r} is not a cursor of get_all; pass None or a page's next_cursor."
+        ) from None
+
+
 def _as_of(value: Any) -> float:
     """``list_facts(as_of=)`` in seconds: read like an event's time, with errors naming it."""
     if value == "":
@@ -224,6 +255,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     _autosavers: Any = PrivateAttr(default_factory=weakref.WeakSet)
     _closed: bool = PrivateAttr(default=False)
     _facts: FactLayer | None = PrivateAttr(default=None)
+    _refused_logged: set[tuple[str, str, str, str]] = PrivateAttr(default_factory=set)
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -366,16 +398,26 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     # -- ADK BaseMemoryService ----------------------------------------------------------
 
     async def add_session_to_memory(  # type: ignore[override]  # returns what it did; ADK's returns None
-        self, session: Any, *, auto_save_memory_policy: Any = None, reconsider: bool = False
+        self,
+        session: Any,
+        *,
+        auto_save_memory_policy: Any = None,
+        reconsider: bool = False,
+        lenient: bool = False,
     ) -> SaveResult:
-        """Save what is new in ``session`` (ADK Session, dict or ``longterm.Session``).
+        """Save what is new in ``session`` (ADK Session, dict or ``longterm.Session``; its events
+        in any shape of ``longterm.shapes``, under ``events`` or ``messages``).
 
+        An event in no known shape fails the save before anything is written
+        (``InvalidInputError``); with ``lenient=True`` (automatic saving) the others are saved
+        and it is left out unmarked, logged once, so the same id saves once it is fixed.
         ``reconsider=True`` considers every event of the session again (e.g. under another
         policy), including ones erased before: writes overwrite by id, never duplicate.
         """
         big = _event_count(session) > OFF_LOOP_EVENTS
-        view = await _cpu(big, read_session, session)
+        view = await _cpu(big, partial(read_session, lenient=lenient), session)
         scope = self._scope(view.app_name, view.user_id)
+        self._log_refused(view)
         policy = (
             resolve_policy(auto_save_memory_policy)
             if auto_save_memory_policy is not None
@@ -386,7 +428,24 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         plan = await _cpu(big, plan_save, view, saved, policy)
         await self._write(scope, view.session_id, plan.records, plan.covered, new_only=not reconsider)
         log.debug("saved %d of %d new events of session %s", len(plan.records), plan.new_events, view.session_id)
-        return SaveResult(session_id=view.session_id, new_events=plan.new_events, saved=len(plan.records))
+        return SaveResult(
+            session_id=view.session_id,
+            new_events=plan.new_events,
+            saved=len(plan.records),
+            memory_ids=[r.id for r in plan.records],
+            refused=len(view.refused),
+        )
+
+    def _log_refused(self, view: SessionView) -> None:
+        """Say once per event that a lenient save left it out (every auto-save would repeat it)."""
+        for r in view.refused:
+            key = (view.app_name, view.user_id, view.session_id, r.event_id or f"#{r.index}")
+            if key in self._refused_logged:
+                continue
+            if len(self._refused_logged) > 10_000:
+                self._refused_logged.clear()
+            self._refused_logged.add(key)
+            log.warning("not saved (left unmarked; fix it and it saves): %s", r.reason)
 
     async def add_sessions_to_memory(
         self, sessions: Sequence[Any], *, auto_save_memory_policy: Any = None, concurrency: int = 4
@@ -424,15 +483,33 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         """Save a delta of events (ADK's API); the default policy and the ledger apply."""
         scope = self._scope(app_name, user_id)
         sid = "_events" if session_id is None else check_id("session_id", session_id)
-        raw = _items("events", events, "events (ADK Events or dicts)")
+        raw = _items("events", events, "events (ADK Events, OpenAI or LangChain messages, dicts or strings)")
         meta = _metadata(custom_metadata)
+        return await self._save_events(scope, sid, raw, self.auto_save_memory_policy, meta)
+
+    async def _save_events(
+        self,
+        scope: Scope,
+        sid: str,
+        raw: list[Any],
+        policy: MemoryAutoSavePolicy,
+        meta: Mapping[str, object] | None,
+    ) -> SaveResult:
+        """Save ``raw`` events (any shape) as new events of session ``sid`` of ``scope``."""
         big = len(raw) > OFF_LOOP_EVENTS
-        view = SessionView(scope.app_name, scope.user_id, sid, await _cpu(big, event_ids, raw), raw)
+
+        def read() -> SessionView:
+            events, _ = read_events(raw)
+            return SessionView(scope.app_name, scope.user_id, sid, event_ids(events), events)
+
+        view = await _cpu(big, read)
         async with self._engine("reading the ledger"):
             saved = await self._ledger.saved(scope, sid)
-        plan = await _cpu(big, plan_save, view, saved, self.auto_save_memory_policy, meta)
+        plan = await _cpu(big, plan_save, view, saved, policy, meta)
         await self._write(scope, sid, plan.records, plan.covered)
-        return SaveResult(session_id=sid, new_events=plan.new_events, saved=len(plan.records))
+        return SaveResult(
+            session_id=sid, new_events=plan.new_events, saved=len(plan.records), memory_ids=[r.id for r in plan.records]
+        )
 
     async def add_memory(  # type: ignore[override]  # returns what it did; ADK's returns None
         self,
@@ -454,9 +531,21 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         return SaveResult(session_id="_direct", new_events=new, saved=len(records))
 
     async def search_memory(
-        self, *, app_name: str, user_id: str, query: str, top_k: int | None = None, kind: SearchKind = "all"
-    ) -> Any:
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        query: str,
+        top_k: int | None = None,
+        kind: SearchKind = "all",
+        min_score: float | None = None,
+    ) -> SearchMemoryResponse:
         """The memories of (app, user) that best match ``query``, best first.
+
+        ``custom_metadata["score"]`` is in [0, 1] with one meaning on every backend (the share of
+        the question's words a memory holds, blended with its vector similarity where the store
+        has vectors: ``retrieval.calibration``); ``raw_score`` is the engine's own.
+        ``min_score`` leaves out hits scoring under it.
 
         ``kind`` (with facts on): ``"all"`` (default) returns matching current facts first, then
         evidence, so an agent sees what is true now before older words that may contradict it;
@@ -464,9 +553,90 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         (``list_facts(as_of=...)`` and ``fact_history`` read them).
         """
         scope = self._scope(app_name, user_id)
-        hits = await self.search_hits(scope, query, top_k, kind=kind)
+        hits = await self.search_hits(scope, query, top_k, kind=kind, min_score=min_score)
         backend = self.backend_name  # one lookup per search: pydantic's private attributes are slow
         return SearchMemoryResponse(memories=[self._entry(h, backend) for h in hits])
+
+    # -- the simple API (mem0's shape): the app is this memory's ------------------------------
+
+    @property
+    def default_app(self) -> str:
+        """The app of the simple API: ``app_name``, else ``"default_app"``."""
+        return self.app_name or "default_app"
+
+    async def add(
+        self,
+        messages: Any,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        metadata: Mapping[str, object] | None = None,
+        policy: Any = "all",
+    ) -> SaveResult:
+        """Remember ``messages``: a string, one message or a list (OpenAI, mem0, LangChain, ADK
+        shapes; see ``longterm.shapes``), for ``user_id`` in this memory's app.
+
+        Everything given is saved (policy ``all``: the caller chose what to add) unless
+        ``policy=`` says otherwise. Without ``session_id`` each call is a session of its own, so
+        the same sentence added twice is two memories; with one, calls add to that session and
+        an event saved before (same id, or same author, time and content) is not saved again.
+        """
+        scope = self._scope(self.default_app, user_id)
+        sid = f"add-{uuid.uuid4().hex}" if session_id is None else check_id("session_id", session_id)
+        raw = as_messages(messages)
+        return await self._save_events(scope, sid, raw, resolve_policy(policy), _metadata(metadata))
+
+    async def search(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        top_k: int | None = None,
+        min_score: float | None = None,
+        kind: SearchKind = "all",
+    ) -> list[Memory]:
+        """The user's memories best matching ``query``, best first, each a typed ``Memory``
+        whose ``score`` is in [0, 1] with one meaning on every backend."""
+        scope = self._scope(self.default_app, user_id)
+        hits = await self.search_hits(scope, query, top_k, kind=kind, min_score=min_score)
+        return [Memory.of(h.record, kind="fact" if is_fact(h.record) else "evidence", hit=h) for h in hits]
+
+    async def get(self, memory_id: str, *, user_id: str) -> Memory | None:
+        """The user's memory with id ``memory_id`` (None: there is none)."""
+        scope = self._scope(self.default_app, user_id)
+        if not isinstance(memory_id, str):
+            raise InvalidInputError(f"memory_id must be a string, got {type(memory_id).__name__}.")
+        async with self._engine("reading memories"):
+            async for rec in self._backend.scan(scope):
+                if rec.id == memory_id:
+                    return Memory.of(rec, kind="fact" if is_fact(rec) else "evidence")
+        return None
+
+    async def get_all(self, *, user_id: str, limit: int = 100, cursor: str | None = None) -> MemoryPage:
+        """One page of the user's memories, oldest first; pass ``page.next_cursor`` for the next."""
+        scope = self._scope(self.default_app, user_id)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_TOP_K:
+            raise InvalidInputError(f"limit must be an integer from 1 to {MAX_TOP_K}, got {limit!r}.")
+        after = _read_cursor(cursor)
+        rows: list[MemoryRecord] = []
+        async with self._engine("reading memories"):
+            async for rec in self._backend.scan(scope):
+                if after is None or (rec.timestamp, rec.id) > after:
+                    rows.append(rec)
+        rows.sort(key=lambda r: (r.timestamp, r.id))
+        page = rows[:limit]
+        nxt = _make_cursor(page[-1]) if len(rows) > limit else None
+        return MemoryPage(
+            memories=[Memory.of(r, kind="fact" if is_fact(r) else "evidence") for r in page], next_cursor=nxt
+        )
+
+    async def delete(self, memory_id: str, *, user_id: str) -> bool:
+        """Erase the user's memory ``memory_id``; True if there was one."""
+        return await self.delete_memory(app_name=self.default_app, user_id=user_id, memory_id=memory_id) > 0
+
+    async def delete_all(self, *, user_id: str) -> int:
+        """Erase every memory of the user in this memory's app; how many went."""
+        return await self.delete_memory(app_name=self.default_app, user_id=user_id)
 
     async def delete_memory(  # type: ignore[override]  # returns what it did; ADK's returns None
         self, *, app_name: str, user_id: str, memory_id: str | None = None, session_id: str | None = None
@@ -503,8 +673,17 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     # -- beyond ADK ---------------------------------------------------------------------
 
     async def search_hits(
-        self, scope: Scope, query: str, top_k: int | None = None, *, kind: SearchKind = "all"
+        self,
+        scope: Scope,
+        query: str,
+        top_k: int | None = None,
+        *,
+        kind: SearchKind = "all",
+        min_score: float | None = None,
     ) -> list[Hit]:
+        """The scope's best hits for ``query``, scored by the core on one scale (``score`` in
+        [0, 1], ``retrieval.calibration``; the engine's own in ``extra["raw_score"]``), those
+        under ``min_score`` left out."""
         if not isinstance(query, str):
             raise InvalidInputError(f"query must be a string, got {type(query).__name__}.")
         query = _query_prefix(query)
@@ -516,9 +695,24 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         fetch = min(MAX_TOP_K, k * self.rescoring.candidates) if self.rescoring.enabled else k
         if self._facts is not None:  # room for both kinds (and superseded facts, dropped)
             fetch = min(MAX_TOP_K, fetch * FACT_OVERFETCH)
+        if min_score is not None and (
+            isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not 0.0 <= min_score <= 1.0
+        ):
+            raise InvalidInputError(f"min_score must be a number from 0 to 1, got {min_score!r}.")
         async with self._engine("searching memories"):
             hits = await self._backend.search(scope, query, fetch)
-        return split_hits(self.rescoring.rescore(hits), kind)[:k]
+        hits = split_hits(self.rescoring.rescore(calibrate(query, hits, self._fusion_weights())), kind)
+        if min_score is not None:
+            hits = [h for h in hits if h.score >= min_score]
+        return hits[:k]
+
+    def _fusion_weights(self) -> dict[str, float] | None:
+        """The store's arm weights when its searches use vectors now, else None (words only)."""
+        engine = self._backend
+        if getattr(engine, "embedder", None) is None or getattr(engine, "vectors_off", None):
+            return None
+        hybrid = getattr(engine, "hybrid", None)
+        return dict(getattr(hybrid, "weights", {"fulltext": 0.7, "vector": 0.3}))
 
     @staticmethod
     def _entry(hit: Hit, backend: str) -> Any:
@@ -527,6 +721,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
             "session_id": r.session_id,
             "event_id": r.event_id,
             "score": hit.score,
+            "raw_score": hit.extra.get("raw_score", hit.score),
             "backend": backend,
             "role": r.role,
             "event_types": r.event_types,
@@ -757,8 +952,9 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
                 self._portal = SyncPortal()
             return self._portal
 
-    def _sync(self, coro: Any) -> Any:
-        return self._background().call(coro)
+    def _sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        result: T = self._background().call(coro)
+        return result
 
     def add_session_to_memory_sync(self, session: Any, *, auto_save_memory_policy: Any = None) -> SaveResult:
         return self._sync(self.add_session_to_memory(session, auto_save_memory_policy=auto_save_memory_policy))
@@ -767,9 +963,20 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         return self._sync(self.add_events_to_memory(**kwargs))
 
     def search_memory_sync(
-        self, *, app_name: str, user_id: str, query: str, top_k: int | None = None, kind: SearchKind = "all"
-    ) -> Any:
-        return self._sync(self.search_memory(app_name=app_name, user_id=user_id, query=query, top_k=top_k, kind=kind))
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        query: str,
+        top_k: int | None = None,
+        kind: SearchKind = "all",
+        min_score: float | None = None,
+    ) -> SearchMemoryResponse:
+        return self._sync(
+            self.search_memory(
+                app_name=app_name, user_id=user_id, query=query, top_k=top_k, kind=kind, min_score=min_score
+            )
+        )
 
     def get_user_profile_sync(self, user_id: str | None = None, *, app_name: str | None = None) -> str:
         return self._sync(self.get_user_profile(user_id, app_name=app_name))
@@ -783,6 +990,46 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
 
     def count_sync(self, *, app_name: str, user_id: str) -> int:
         return self._sync(self.count(app_name=app_name, user_id=user_id))
+
+    def add_sync(
+        self,
+        messages: Any,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        metadata: Mapping[str, object] | None = None,
+        policy: Any = "all",
+    ) -> SaveResult:
+        return self._sync(self.add(messages, user_id=user_id, session_id=session_id, metadata=metadata, policy=policy))
+
+    def search_sync(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        top_k: int | None = None,
+        min_score: float | None = None,
+        kind: SearchKind = "all",
+    ) -> list[Memory]:
+        return self._sync(self.search(query, user_id=user_id, top_k=top_k, min_score=min_score, kind=kind))
+
+    def get_sync(self, memory_id: str, *, user_id: str) -> Memory | None:
+        return self._sync(self.get(memory_id, user_id=user_id))
+
+    def get_all_sync(self, *, user_id: str, limit: int = 100, cursor: str | None = None) -> MemoryPage:
+        return self._sync(self.get_all(user_id=user_id, limit=limit, cursor=cursor))
+
+    def delete_sync(self, memory_id: str, *, user_id: str) -> bool:
+        return self._sync(self.delete(memory_id, user_id=user_id))
+
+    def delete_all_sync(self, *, user_id: str) -> int:
+        return self._sync(self.delete_all(user_id=user_id))
+
+    def __enter__(self) -> LongTermMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close_sync()
 
     def scopes_sync(self) -> list[tuple[str, str, int]]:
         return self._sync(self.scopes())

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import to_jsonable_python
@@ -313,3 +313,56 @@ class Hit(BaseModel):
     """Per-arm scores or ranks (e.g. ``{"fulltext": 3.2}``), for explanation and fusion."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Backend notes, e.g. that an arm was unavailable and the answer is degraded."""
+
+
+class Memory(BaseModel):
+    """One memory as the simple API returns it (``search``, ``get``, ``get_all``): typed, flat.
+
+    ``score`` is the core's calibrated score in [0, 1] (``retrieval.calibration``; None outside
+    a search), ``raw_score`` the engine's own, ``arms`` what each search arm scored. ``kind`` is
+    ``"evidence"`` (what was said) or ``"fact"`` (distilled by the fact layer). ``context``
+    holds neighbouring turns of the hit's session when a search asked for them.
+    """
+
+    id: str
+    text: str
+    score: float | None = None
+    raw_score: float | None = None
+    arms: dict[str, float] = Field(default_factory=dict)
+    timestamp: datetime
+    session_id: str
+    event_id: str
+    author: str = ""
+    role: str = ""
+    kind: Literal["evidence", "fact"] = "evidence"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    context: list[Memory] = Field(default_factory=list)
+
+    @classmethod
+    def of(
+        cls, record: MemoryRecord, *, kind: Literal["evidence", "fact"] = "evidence", hit: Hit | None = None
+    ) -> Memory:
+        """The memory of ``record`` (and of the search hit that found it, when given)."""
+        raw = None if hit is None else hit.extra.get("raw_score", hit.score)
+        return cls(
+            id=record.id,
+            text=record.text,
+            score=None if hit is None else hit.score,
+            raw_score=None if raw is None else float(raw),
+            arms={} if hit is None else dict(hit.arms),
+            timestamp=datetime.fromtimestamp(record.timestamp, tz=timezone.utc),
+            session_id=record.session_id,
+            event_id=record.event_id,
+            author=record.author,
+            role=record.role,
+            kind=kind,
+            metadata=dict(record.metadata),
+        )
+
+
+class MemoryPage(BaseModel):
+    """One page of ``get_all``: memories oldest first, and the cursor of the next page (None: last)."""
+
+    memories: list[Memory]
+    next_cursor: str | None = None
+

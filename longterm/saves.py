@@ -8,6 +8,7 @@ ledger write), which keeps this part testable without any engine.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,20 +97,29 @@ def plan_save(
     saved: set[str],
     policy: MemoryAutoSavePolicy,
     metadata: Mapping[str, Any] | None = None,
+    now: float | None = None,
 ) -> SavePlan:
     """The records to write for the events of ``view`` not in ``saved``, and the ids they cover.
+
+    An event without a time is dated ``now`` (default: the clock), the time of its first save:
+    its id does not depend on it (``sessions.event_ids``), so a replay writes nothing and the
+    memory keeps that time.
 
     An id that comes twice in ``view`` (an identical event repeated, see ``event_ids``) is one
     event: covered and written once, so the ``SaveResult`` counts what was written.
     """
     plan = SavePlan()
     planned: set[str] = set()
+    now = time.time() if now is None else now
     for i, eid in enumerate(view.event_ids):
         if eid in saved or eid in planned:
             continue
         planned.add(eid)
         plan.covered.append(eid)
-        record = make_record(view.app_name, view.user_id, view.session_id, view.event(i), policy, metadata)
+        event = view.event(i)
+        if not event.timestamp:  # no time given: the time of its first save, in the session's order
+            event.timestamp = now + i * 1e-6
+        record = make_record(view.app_name, view.user_id, view.session_id, event, policy, metadata)
         if record is not None:
             plan.records.append(record)
     return plan

@@ -29,7 +29,8 @@ import hashlib
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Any
 
@@ -47,6 +48,7 @@ from .records import (
     repair_unicode,
     tree_text,
 )
+from .shapes import as_event, session_events
 
 
 def _plain(obj: Any) -> Any:
@@ -255,6 +257,8 @@ class SessionView:
     session_id: str
     event_ids: list[str]
     raw_events: list[Any]
+    refused: list[Refused] = field(default_factory=list)
+    """Events left out because they are in no known shape (lenient reads only)."""
 
     def event(self, i: int) -> Event:
         return to_event(self.raw_events[i], self.event_ids[i])
@@ -347,8 +351,49 @@ def _partial(value: Any) -> bool:
     return bool(value)
 
 
-def read_session(obj: Any) -> SessionView:
-    """Accept an ADK Session, a dict or our Session; raise InvalidInputError otherwise."""
+@dataclass
+class Refused:
+    """An event of a session in no shape the gate reads (``read_session(..., lenient=True)``)."""
+
+    index: int
+    event_id: str
+    reason: str
+
+
+def read_events(
+    raw_events: Sequence[Any], where: str = "events", *, lenient: bool = False
+) -> tuple[list[Any], list[Refused]]:
+    """Every event or message of ``raw_events`` as an ADK-shaped event (``shapes.as_event``),
+    partial (streaming) events left out. An event in no known shape raises, or with
+    ``lenient`` is left out and listed: never saved as nothing and marked handled."""
+    events: list[Any] = []
+    refused: list[Refused] = []
+    for i, raw in enumerate(raw_events):
+        try:
+            try:
+                event = as_event(raw, f"{where}[{i}]")
+            except LongTermMemoryError:
+                raise
+            except Exception as exc:  # an object whose dump fails, say: name the event, not the library
+                eid = getattr(raw, "id", None) if not isinstance(raw, dict) else raw.get("id")
+                which = f"event {str(eid)!r}" if eid else f"event #{i} of the session"
+                raise InvalidInputError(f"{which} cannot be read ({type(exc).__name__}: {exc}).") from exc
+        except InvalidInputError as exc:
+            if not lenient:
+                raise
+            eid = _get(raw, "id") if isinstance(raw, dict) or hasattr(raw, "id") else None
+            refused.append(Refused(i, "" if eid is None else str(eid), str(exc)))
+            continue
+        if not _partial(_get(event, "partial")):
+            events.append(event)
+    return events, refused
+
+
+def read_session(obj: Any, *, lenient: bool = False) -> SessionView:
+    """Accept an ADK Session, a dict or our Session; raise InvalidInputError otherwise.
+
+    Its events are ``events`` (or ``messages``), each in any shape ``shapes`` reads; with
+    ``lenient`` an event in no known shape is left out of the view (``view.refused``)."""
     if obj is None:
         raise InvalidInputError("session is None; pass an ADK Session, a dict or longterm.Session.")
     fields = {}
@@ -359,16 +404,17 @@ def read_session(obj: Any) -> SessionView:
                 f"session.{name} must be a non-empty string (got {value!r}); a session needs id, app_name and user_id."
             )
         fields[name] = check_id(f"session.{name}", value)
-    raw_events = _get(obj, "events") or []
+    raw_events = session_events(obj) or []
     if not isinstance(raw_events, (list, tuple)):
         raise InvalidInputError("session.events must be a list of events.")
-    raw_events = [e for e in raw_events if not _partial(_get(e, "partial"))]
+    events, refused = read_events(raw_events, "session.events", lenient=lenient)
     return SessionView(
         app_name=fields["app_name"],
         user_id=fields["user_id"],
         session_id=fields["id"],
-        event_ids=event_ids(raw_events),
-        raw_events=raw_events,
+        event_ids=event_ids(events),
+        raw_events=events,
+        refused=refused,
     )
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from .entries import entry_text
 from .errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ class MemoryTool:
         return {
             "memories": [
                 {
-                    "text": " ".join(p.text for p in m.content.parts if getattr(p, "text", None)),
+                    "text": entry_text(m),
                     "author": m.author,
                     "timestamp": m.timestamp,
                     "id": m.id,

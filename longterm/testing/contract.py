@@ -58,8 +58,10 @@ from .. import (
     record_id,
 )
 from ..core import registry
+from ..entries import entry_text
 from . import make_record, make_session
 from ._writer import REFUSED, write
+from .contract_inputs import InputContract
 
 #: Longest any concurrent part of a test may run before it counts as a hang and fails.
 #: A bound against hangs, far above the time the work takes; speed is measured in bench/.
@@ -152,12 +154,17 @@ def in_threads(jobs: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
     return results
 
 
+def _parts(entry: Any) -> list[Any]:
+    """A search hit's parts (ADK's ``Content.parts`` may be None)."""
+    return list(entry.content.parts or []) if entry.content is not None else []
+
+
 async def _texts(memory: LongTermMemory, app: str, user: str, query: str, k: int = 10) -> list[str]:
     res = await memory.search_memory(app_name=app, user_id=user, query=query, top_k=k)
-    return [" ".join(p.text for p in m.content.parts if p.text) for m in res.memories]
+    return [entry_text(m) for m in res.memories]
 
 
-class ContractSuite:
+class ContractSuite(InputContract):
     """The contract: subclass it and provide ``backend_name`` and ``backend_config`` (module docstring)."""
 
     #: False for a store that lives in one process's memory and so cannot be shared with another.
@@ -201,10 +208,10 @@ class ContractSuite:
         assert len(res.memories) == 1
         m = res.memories[0]
         assert m.content.role == "user"
-        assert m.content.parts[0].text == "My favourite colour is teal"
+        assert _parts(m)[0].text == "My favourite colour is teal"
         assert m.author == "user"
         assert m.id == record_id("app", "u1", "s1", "s1-e0")
-        assert datetime.fromisoformat(m.timestamp).timestamp() == pytest.approx(1_700_000_000.0)
+        assert datetime.fromisoformat(m.timestamp or "").timestamp() == pytest.approx(1_700_000_000.0)
         assert m.custom_metadata["session_id"] == "s1"
         assert m.custom_metadata["event_id"] == "s1-e0"
         assert m.custom_metadata["score"] > 0
@@ -497,11 +504,11 @@ class ContractSuite:
         s["events"].append({"id": "s1-call", "author": "agent", "content": {"role": "model", "parts": [call]}})
         await memory.add_session_to_memory(s, auto_save_memory_policy="all")
         res = await memory.search_memory(app_name="app", user_id="u1", query="sunscreen")
-        texts = [" ".join(p.text or "" for p in m.content.parts) for m in res.memories]
+        texts = [" ".join(p.text or "" for p in _parts(m)) for m in res.memories]
         assert "Pack the sunscreen \ufffd" in texts
         hit = res.memories[texts.index("Pack the sunscreen \ufffd")]
         assert hit.author == "user\ufffd"
-        assert any(m.content.parts[0].function_call is not None for m in res.memories)
+        assert any(_parts(m)[0].function_call is not None for m in res.memories)
         for bad in (make_session("s\ud800"), {**make_session("s2"), "user_id": "u\udc00"}):
             with pytest.raises(InvalidInputError, match="not valid Unicode"):
                 await memory.add_session_to_memory(bad)
@@ -539,7 +546,7 @@ class ContractSuite:
         stored = [r async for r in memory.iter_records(app_name="app", user_id="u1")]
         assert len(stored) == 1 and stored[0].text == big
         res = await memory.search_memory(app_name="app", user_id="u1", query="zanzibar")
-        assert res.memories and res.memories[0].content.parts[0].text == big
+        assert res.memories and _parts(res.memories[0])[0].text == big
 
     # -- concurrency and lifetime ------------------------------------------------------------
 
