@@ -197,7 +197,7 @@ def _flat(body: Any) -> Any:
     return body
 
 
-def _parts(content: Any, where: str) -> list[dict[str, Any]]:
+def as_parts(content: Any, where: str) -> list[dict[str, Any]]:
     """A message's ``content`` (a string, typed parts or genai parts) as genai parts."""
     if content is None:
         return []
@@ -238,7 +238,7 @@ def _common(d: Mapping[str, Any], role: str, author: str, parts: list[dict[str, 
 
 def _from_chat(d: Mapping[str, Any], role: str, where: str) -> dict[str, Any]:
     """An OpenAI chat message (or a LangChain one, whose role is already read) as an event."""
-    parts = _parts(d.get("content"), where)
+    parts = as_parts(d.get("content"), where)
     for j, call in enumerate(d.get("tool_calls") or []):
         call = _plain(call)
         if not isinstance(call, Mapping):
@@ -284,9 +284,7 @@ def as_event(raw: Any, where: str = "event") -> Any:
         raise _refuse(where, f"is a {type(raw).__name__}")
     kind = d.get("type")
     if ("lc" in d and "kwargs" in d) or (
-        isinstance(kind, str)
-        and kind.removesuffix("Chunk").lower() in (*LANGCHAIN_ROLES, "chat")
-        and "author" not in d
+        isinstance(kind, str) and kind.removesuffix("Chunk").lower() in (*LANGCHAIN_ROLES, "chat") and "author" not in d
     ):
         return _from_langchain(d, where)
     if "role" in d and "author" not in d and not isinstance(d.get("content"), Mapping):

@@ -55,6 +55,8 @@ from pydantic import ValidationError
 from .errors import InvalidInputError, raise_ours_from
 from .records import MemoryRecord
 from .sessions import FLAG, read_session, to_event
+from .shapes import PART_FIELDS
+from .shapes import as_parts as typed_parts
 
 #: Fields of a message that name its session, first found wins.
 SESSION_KEYS = ("session_id", "conversation_id", "thread_id")
@@ -131,9 +133,20 @@ def _check_event(ev: dict[str, Any], at: str) -> dict[str, Any]:
     return ev
 
 
+#: A message holds at least one of these; an object with none says nothing to remember.
+MESSAGE_BODY = ("content", "text", "parts", "tool_calls")
+
+
 def _message_to_event(msg: dict[str, Any], at: str) -> dict[str, Any]:
     if "author" in msg and isinstance(msg.get("content"), (dict, type(None))):
         return _check_event(msg, at)  # already an ADK event
+    if not any(k in msg for k in MESSAGE_BODY):
+        keys = ", ".join(sorted(map(str, msg))) or "none"
+        raise InvalidInputError(
+            f"{at}: an object with none of the fields of a message (its fields: {keys}); expected a message "
+            '({"role": "user", "content": "..."}), a session (with "events" or "messages") or a record '
+            "written by `longterm export`."
+        )
     role = msg.get("role") or msg.get("speaker") or "user"
     _str_field(role, "role" if msg.get("role") else "speaker", at, '"user" or "assistant"')
     _str_field(msg.get("name") or None, "name", at, '"alice"')
@@ -153,6 +166,8 @@ def _message_to_event(msg: dict[str, Any], at: str) -> dict[str, Any]:
             raise InvalidInputError(
                 f"{at}: 'content' must be text, a list of parts or an object, not {_json_type(content)}."
             )
+        if isinstance(content, list) and any(isinstance(p, dict) and PART_FIELDS.isdisjoint(p) for p in content):
+            content = typed_parts(content, at)  # OpenAI's image_url, input_audio, file ... parts
         # As before: a part object stays the parts value (read as one part), so ids derived from it hold.
         event_content = {"role": role, "parts": [{"text": content}] if isinstance(content, str) else content}
     ev: dict[str, Any] = {"author": msg.get("name") or role, "content": event_content}

@@ -145,7 +145,9 @@ class InputContract:
         }
         before = time.time()
         assert (await memory.add_session_to_memory(session)).saved == 2
-        first = [m.timestamp for m in (await memory.search_memory(app_name="app", user_id="u1", query="tromso")).memories]
+        first = [
+            m.timestamp for m in (await memory.search_memory(app_name="app", user_id="u1", query="tromso")).memories
+        ]
         assert first and all(m >= time.strftime("%Y", time.gmtime(before)) for m in first)
         stamps = [r.timestamp async for r in memory.iter_records(app_name="app", user_id="u1")]
         assert all(before - 1 <= t <= time.time() + 1 for t in stamps)
@@ -161,9 +163,7 @@ class InputContract:
         first = await memory.add("My passport expires in August 2027", user_id="alice")
         twice = await memory.add("My passport expires in August 2027", user_id="alice")
         assert first.saved == twice.saved == 1 and first.memory_ids != twice.memory_ids  # two adds, two memories
-        await memory.add(
-            [{"role": "user", "content": f"note {i} about the garden"} for i in range(5)], user_id="alice"
-        )
+        await memory.add([{"role": "user", "content": f"note {i} about the garden"} for i in range(5)], user_id="alice")
         await memory.add("bob's own words about the garden", user_id="bob")
         hits = await memory.search("when does my passport expire?", user_id="alice")
         assert [h.text for h in hits[:2]] == ["My passport expires in August 2027"] * 2
