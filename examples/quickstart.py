@@ -1,42 +1,31 @@
-"""Save a conversation, then recall from it in a new one. Offline; run it twice to see
-that the second save writes nothing new.
+"""Remember a conversation, then recall from it. Offline, no API key; run it twice to see
+that the second run writes nothing new (each message of the session is saved once).
 
     python examples/quickstart.py
-"""
 
-import asyncio
+Then, from the same directory, the CLI and the MCP server see the same memories:
+
+    longterm search "Thai food" --app quickstart --user alice
+    longterm stats
+"""
 
 from longterm import LongTermMemory
 
 
-async def main() -> None:
-    memory = LongTermMemory(app_name="quickstart")  # ./.longterm/memory.db
-    yesterday = {
-        "id": "monday",
-        "app_name": "quickstart",
-        "user_id": "alice",
-        "events": [
-            {
-                "id": "1",
-                "author": "user",
-                "content": {"role": "user", "parts": [{"text": "I'm vegetarian and I love Thai food."}]},
-            },
-            {"id": "2", "author": "assistant", "content": {"role": "model", "parts": [{"text": "Noted, no meat!"}]}},
-            {
-                "id": "3",
-                "author": "user",
-                "content": {"role": "user", "parts": [{"text": "My flight to Bangkok leaves on March 3rd."}]},
-            },
-        ],
-    }
-    result = await memory.add_session_to_memory(yesterday)
-    print(f"saved {result.saved} new memories of {result.new_events} new events")
+def main() -> None:
+    with LongTermMemory(app_name="quickstart") as memory:  # ./.longterm/memory.db
+        conversation = [  # OpenAI-style messages; ADK sessions, LangChain messages and text work too
+            {"role": "user", "content": "I'm vegetarian and I love Thai food."},
+            {"role": "assistant", "content": "Noted, no meat!"},
+            {"role": "user", "content": "My flight to Bangkok leaves on March 3rd."},
+        ]
+        result = memory.add_sync(conversation, user_id="alice", session_id="monday")
+        print(f"saved {result.saved} new memories of {result.new_events} new events")
 
-    for question in ["What food do I like?", "When is my flight?"]:
-        found = await memory.search_memory(app_name="quickstart", user_id="alice", query=question)
-        print(question, "->", [m.content.parts[0].text for m in found.memories])
-    await memory.close()
+        for question in ["What food do I like?", "When is my flight?"]:
+            hits = memory.search_sync(question, user_id="alice", top_k=2)
+            print(question, "->", [f"{m.text} (score {m.score:.2f})" for m in hits])
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

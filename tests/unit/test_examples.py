@@ -27,7 +27,7 @@ def run_example(name: str, tmp_path: Path) -> str:
 
 def test_quickstart(tmp_path: Path):
     out = run_example("quickstart.py", tmp_path)
-    assert "saved 2 new memories of 3 new events" in out
+    assert "saved 3 new memories of 3 new events" in out
     assert "Bangkok leaves on March 3rd" in out
     again = run_example("quickstart.py", tmp_path)
     assert "saved 0 new memories of 0 new events" in again
