@@ -1,29 +1,49 @@
 """SQLite connections for longterm's files: opened safely by many processes at once.
 
 The seam: ``connect(path, schema)`` returns a connection in WAL mode with the schema in
-place; ``write_transaction(conn)`` wraps a write; ``SQLITE_RULES`` maps SQLite's errors to
-ours (``core.errors``). Callers keep a connection to one thread at a time (an engine's
-worker, or a lock).
+place; ``reader(path)`` a connection that only reads; ``write_transaction(conn)`` wraps a
+write; ``SQLITE_RULES`` maps SQLite's errors to ours (``core.errors``);
+``hold_locks_after_fork(path)`` is for a forked child that keeps its parent's connections.
+Callers keep a connection to one thread at a time (an engine's worker, or a lock).
 
 Why the open is retried: switching a new file to WAL takes an exclusive lock that
 SQLite's busy handler does not wait for, so several processes opening a store that does
 not exist yet failed at once with "database is locked". The whole open (pragmas and
 schema) is retried with backoff for up to the busy timeout. Writes take ``BEGIN
 IMMEDIATE`` so two writers queue instead of failing half-way through a transaction.
+
+Why the open reads before it writes: in WAL mode a reader needs no lock, but creating the
+schema takes the write lock, so a process that only wanted to search waited behind another
+one's write (and failed after the busy timeout). The schema is read first and written only
+when an object is missing (a new file, or a new version's table), and the log says so.
+
+Why ``secure_delete``: a deleted row's bytes stay in its page and freed pages keep theirs
+until reused; memories are personal, so what is deleted is overwritten with zeros.
+
+Why 0600: the file is created owner-only before SQLite opens it (SQLite gives ``-wal`` and
+``-shm`` the mode of the database file), whatever the umask; a store found readable by
+others is used as it is, with one warning saying how to make it private.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import random
+import re
 import sqlite3
+import stat
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .config import private_dir
 from .core.errors import Rule
 from .errors import BackendError, BackendUnavailableError, ConfigurationError
+
+log = logging.getLogger("longterm.sqlite")
 
 #: How long a writer (or an opener) waits for another process before giving up.
 BUSY_TIMEOUT_MS = 30_000
@@ -34,7 +54,19 @@ PRAGMAS = (
     "PRAGMA synchronous=NORMAL",
     "PRAGMA foreign_keys=ON",
     "PRAGMA temp_store=MEMORY",
+    "PRAGMA secure_delete=ON",
 )
+#: A reader's connection: no journal switch (that is the writer's), never a write.
+READER_PRAGMAS = (
+    f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}",
+    "PRAGMA query_only=ON",
+    "PRAGMA temp_store=MEMORY",
+)
+#: The files of a store: SQLite makes the last two with the first one's mode.
+SUFFIXES = ("", "-wal", "-shm")
+_OBJECT = re.compile(r"CREATE\s+(?:VIRTUAL\s+)?(?:TABLE|TRIGGER|INDEX)\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.I)
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
 
 SQLITE_RULES = (
     Rule(
@@ -68,17 +100,66 @@ SQLITE_RULES = (
 
 
 def ensure_private_dir(path: Path) -> None:
-    """Create ``path``'s parent directory readable by its owner only (memories are personal)."""
-    parent = path.parent
-    if not parent.exists():
+    """Create ``path``'s parent directory (and its parents) readable by its owner only."""
+    try:
+        private_dir(path.parent)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot create the directory for {path}: {exc.strerror}; "
+            "choose a writable path (backend_config={'path': ...} or LONGTERM_HOME)."
+        ) from exc
+
+
+def private_file(path: Path) -> None:
+    """Create the database file 0600 before SQLite does; warn once about an existing one open to others.
+
+    A file that cannot be made is left for SQLite to report (its error says what to do)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        warn_if_shared(path)
+        return
+    except OSError:
+        return
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
+def warn_if_shared(path: Path) -> None:
+    """One warning per store and process when its files can be read or written by others."""
+    wide = []
+    for suffix in SUFFIXES:
         try:
-            parent.mkdir(parents=True, mode=0o700, exist_ok=True)
-            os.chmod(parent, 0o700)
-        except OSError as exc:
-            raise ConfigurationError(
-                f"cannot create the directory for {path}: {exc.strerror}; "
-                "choose a writable path (backend_config={'path': ...} or LONGTERM_HOME)."
-            ) from exc
+            mode = stat.S_IMODE(os.stat(f"{path}{suffix}").st_mode)
+        except OSError:
+            continue
+        if mode & 0o077:
+            wide.append(f"{path.name}{suffix} is {mode:04o}")
+    if not wide:
+        return
+    with _warned_lock:
+        if str(path) in _warned:
+            return
+        _warned.add(str(path))
+    files = " ".join(f"'{path}{suffix}'" for suffix in SUFFIXES if os.path.exists(f"{path}{suffix}"))
+    log.warning(
+        "%s can be read by other users (%s); memories are personal: make it owner-only with `chmod 600 %s`",
+        path,
+        ", ".join(wide),
+        files,
+    )
+
+
+def schema_missing(conn: sqlite3.Connection, schema: str) -> list[str]:
+    """The objects ``schema`` creates that the file lacks (a read: no lock taken)."""
+    names = _OBJECT.findall(schema)
+    if not names:
+        return []
+    marks = ",".join("?" * len(names))
+    have = {r[0] for r in conn.execute(f"SELECT name FROM sqlite_master WHERE name IN ({marks})", names)}
+    return [n for n in names if n not in have]
 
 
 def _busy(exc: sqlite3.OperationalError) -> bool:
@@ -86,18 +167,24 @@ def _busy(exc: sqlite3.OperationalError) -> bool:
 
 
 def connect(path: str | Path, schema: str) -> sqlite3.Connection:
-    """Open ``path`` (created owner-only), switch it to WAL and create ``schema``."""
+    """Open ``path`` (created owner-only), switch it to WAL and create what ``schema`` lacks.
+
+    An existing store with its schema in place is only read: opening it never waits for a
+    writer. Creating or completing the schema takes the write lock, and says so in the log."""
     path = Path(path).expanduser()
     if str(path) != ":memory:":
         ensure_private_dir(path)
+        private_file(path)
     deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
     delay = 0.005
     while True:
-        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+        conn = _connect(path)
         try:
             for pragma in PRAGMAS:
                 conn.execute(pragma)
-            conn.executescript(f"BEGIN IMMEDIATE;\n{schema}\nCOMMIT;")
+            if missing := schema_missing(conn, schema):
+                log.info("%s: creating %s (takes the write lock)", path, ", ".join(missing))
+                conn.executescript(f"BEGIN IMMEDIATE;\n{schema}\nCOMMIT;")
             return conn
         except sqlite3.OperationalError as exc:
             conn.close()
@@ -108,6 +195,56 @@ def connect(path: str | Path, schema: str) -> sqlite3.Connection:
         except BaseException:
             conn.close()
             raise
+
+
+def reader(path: str | Path) -> sqlite3.Connection:
+    """A connection that only reads ``path`` (``query_only``), for an engine's readers.
+
+    Opened after ``connect`` made the store: in WAL mode it sees every committed write and
+    never waits for a writer."""
+    conn = _connect(Path(path).expanduser())
+    try:
+        for pragma in READER_PRAGMAS:
+            conn.execute(pragma)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+
+
+#: SQLite's unix locks (os_unix.c): a connection's SHARED lock on the database file (a read
+#: lock on this byte range), and the lock on the ``-shm`` file every process using it holds.
+_SHARED_LOCK = ("", 0x40000002, 510)
+_SHM_LOCK = ("-shm", 128, 1)
+#: Descriptors holding a forked child's locks: open for the child's life (closing one would
+#: release every lock of the process on that file).
+_CHILD_LOCKS: list[int] = []
+
+
+def hold_locks_after_fork(path: str | Path) -> None:
+    """In a forked child that keeps its parent's connections to ``path`` (never closed): take the
+    locks they stand for.
+
+    SQLite counts locks per process, and POSIX locks are not inherited: a connection the child
+    opens finds the inherited ones "holding" the SHARED lock and takes none, so the child would
+    hold none. The parent closing its last connection then checkpoints and deletes the WAL under
+    the child, whose later writes are lost (shown by ``tests/faults/test_local_fork.py``)."""
+    import fcntl
+
+    for suffix, start, length in (_SHARED_LOCK, _SHM_LOCK):
+        try:
+            fd = os.open(f"{path}{suffix}", os.O_RDWR)
+        except OSError:
+            continue
+        _CHILD_LOCKS.append(fd)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, length, start, os.SEEK_SET)
+        except OSError as exc:
+            log.warning("%s%s: a forked child could not take SQLite's shared lock (%s)", path, suffix, exc)
 
 
 @contextmanager

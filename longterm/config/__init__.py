@@ -1,6 +1,7 @@
 """Where configuration comes from: arguments first, then ``LONGTERM_*`` variables.
 
-The seam: ``home()`` is the directory longterm writes to by default, and
+The seam: ``home()`` is the directory longterm writes to by default (made by
+``private_dir``, owner-only, when a store first needs it), and
 ``parse_backend_config(Model, config, backend)`` validates a backend's ``backend_config``
 dict into its pydantic model, with errors that name the offending key. Each backend's
 model (its keys, defaults and environment variables) is in ``config.backends``, apart from
@@ -26,6 +27,25 @@ DEFAULT_HOME = ".longterm"
 
 def home() -> Path:
     return Path(os.environ.get("LONGTERM_HOME") or DEFAULT_HOME).expanduser()
+
+
+def private_dir(path: Path) -> None:
+    """Make the directory ``path`` and each missing parent 0700, whatever the umask.
+
+    Memories are personal: every directory longterm makes is its owner's alone (``mkdir``'s
+    ``parents=True`` would make the parents with the umask's mode). A directory that exists
+    already, or that another process makes meanwhile, is left as it is.
+    """
+    missing: list[Path] = []
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        os.chmod(directory, 0o700)
 
 
 def env(*names: str) -> str | None:

@@ -113,6 +113,12 @@ WHERE scope = ? AND (session_id, event_id) > (?, ?) ORDER BY session_id, event_i
 DELETE_ALL = "DELETE FROM records WHERE scope = ?"
 DELETE_ONE = "DELETE FROM records WHERE scope = ? AND id = ?"
 DELETE_SESSION = "DELETE FROM records WHERE scope = ? AND session_id = ?"
+#: After a delete, in its transaction: merge the full-text index into one segment, which drops
+#: the deleted rows' terms (FTS5 keeps them, with a delete marker, until segments merge).
+PURGE = "INSERT INTO records_fts (records_fts) VALUES ('optimize')"
+#: After an erase: the WAL's frames into the file, then the WAL emptied (first column: 1 if a
+#: reader kept it from completing).
+TRUNCATE_WAL = "PRAGMA wal_checkpoint(TRUNCATE)"
 SCOPES = """
 SELECT s.app_name, s.user_id, count(*) FROM records AS r JOIN scopes AS s ON s.scope = r.scope
 WHERE s.index_name = ? GROUP BY r.scope

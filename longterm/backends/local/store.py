@@ -9,32 +9,60 @@ statement's WHERE clause and a token in the FTS5 index, so a search intersects t
 posting lists with the user's own; FTS5 queries are built only from quoted ``query_terms``,
 never user syntax; hybrid search fuses on row ids before a record is parsed; WAL, ``BEGIN
 IMMEDIATE`` and a 30 s busy timeout make several processes safe.
+
+Why reads have threads and connections of their own: a save waits for SQLite's write lock
+(another process may hold it for seconds) on the engine's one worker; a search queued
+behind it waited as long. Searches, counts, scans and listings (``READS``) run on reader
+threads, each with a ``query_only`` connection (WAL readers take no lock), within a
+deadline; writes stay on the one worker and its one connection.
+
+Why an erase purges: FTS5 keeps a deleted row's terms in its segments until they merge,
+and the WAL keeps old pages until it is reset. An erase therefore merges the index
+(``optimize``: SQLite 3.40 has no FTS5 ``secure-delete``, which needs 3.42), with
+``secure_delete`` zeroing every freed byte, then checkpoints and truncates the WAL
+(``PURGE``, its cost in ``bench/erase_purge.py``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
 import sqlite3
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
 from ... import upgrades
-from ..._sqlite import SQLITE_RULES, connect, write_transaction
+from ..._sqlite import BUSY_TIMEOUT_MS, SQLITE_RULES, connect, hold_locks_after_fork, reader, write_transaction
 from ...config import env, parse_backend_config
 from ...config.backends import LOCAL_MAX_RECORD_BYTES, LocalConfig
 from ...core.engine import Engine, Query, unsaved
 from ...core.errors import Rule
+from ...errors import BackendUnavailableError
 from ...records import Hit, MemoryRecord, Scope
 from ...retrieval.text import segment
 from . import schema as sql
 from .vectors import EMBED_LATER, UNEMBEDDED, VECTOR_SCHEMA, VectorStore
 
 log = logging.getLogger("longterm.local")
+T = TypeVar("T")
+
+#: Primitives that only read: they run on the reader threads (``LocalBackend._run``).
+READS = frozenset({"_fulltext", "_search", "_count", "_page", "_scopes", "_indices"})
+#: Reader threads (and connections) per store: searches run side by side, and beside a write.
+READERS = 2
+#: Seconds a read may take when the engine has no ``timeout`` (a WAL reader waits for no
+#: one; only opening a store whose schema must be written can wait for the lock).
+READ_TIMEOUT = BUSY_TIMEOUT_MS / 1000
+#: Connections inherited by a forked child: referenced for the process's life, so never
+#: closed there (closing would run SQLite's close path on files the parent still uses).
+_INHERITED: list[sqlite3.Connection] = []
 
 #: Distinct query terms searched at most: each costs a walk of its posting list, so a pasted
 #: page (up to 256 terms) would cost several times what a long question does.
@@ -91,6 +119,14 @@ class LocalBackend(Engine):
         self._vectors = VectorStore(self.embedder.dim) if self.embedder else None
         self._conn: sqlite3.Connection | None = None
         self._scope_cache: dict[tuple[str, str], int] = {}
+        self._fresh_readers()
+
+    def _fresh_readers(self) -> None:
+        """No reader threads or connections yet: each is made on first use."""
+        self._readers: list[sqlite3.Connection] = []
+        self._reader_local = threading.local()
+        self._reader_lock = threading.Lock()
+        self._reader_pool: ThreadPoolExecutor | None = None
 
     @classmethod
     def from_config(cls, config: dict[str, Any], *, root: Path) -> LocalBackend:
@@ -116,12 +152,69 @@ class LocalBackend(Engine):
                 raise
             self._conn = conn
 
+    def _reader(self) -> sqlite3.Connection:
+        """This thread's reading connection, opened on first use (after ``_open`` made the store)."""
+        conn: sqlite3.Connection | None = getattr(self._reader_local, "conn", None)
+        if conn is None:
+            conn = reader(self.path)
+            self._reader_local.conn = conn
+            with self._reader_lock:
+                self._readers.append(conn)
+        return conn
+
+    def _reading_pool(self) -> ThreadPoolExecutor:
+        with self._reader_lock:
+            if self._reader_pool is None:
+                self._reader_pool = ThreadPoolExecutor(READERS, thread_name_prefix="longterm-local-read")
+            return self._reader_pool
+
+    async def _run(self, what: str, fn: Callable[..., T], *args: Any) -> T:
+        """Writes as the core runs them (one worker); ``READS`` on the reader threads, within
+        ``timeout`` (else ``READ_TIMEOUT``), so no search waits for a save waiting for the lock."""
+        if getattr(fn, "__name__", "") not in READS:
+            return await super()._run(what, fn, *args)
+        if self._closed:
+            raise self._closed_error()
+        try:
+            submitted = self._reading_pool().submit(self._call, what, fn, args)
+        except RuntimeError:  # the pool shut down between the check and the submit
+            raise self._closed_error() from None
+        limit = READ_TIMEOUT if self.timeout is None else self.timeout
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(submitted), limit)
+        except (asyncio.TimeoutError, TimeoutError):
+            raise BackendUnavailableError(
+                f"local at {self.where} did not answer within {limit:g} s while {what}. Another process may hold "
+                "the file locked while its schema is made; retry, or look for a stuck process."
+            ) from None
+
     def _close(self) -> None:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        with self._reader_lock:
+            readers, self._readers = self._readers, []
+            pool, self._reader_pool = self._reader_pool, None
+        for conn in readers:  # idle: ``_shut`` waited for the running operations
+            conn.close()
+        if pool is not None:
+            pool.shutdown(wait=False)
         if self._vectors is not None:
             self._vectors.close()
+
+    def _forget_after_fork(self) -> None:
+        """In a forked child: drop the parent's connections unclosed (kept in ``_INHERITED``, so
+        no collection closes them either), its reader threads, caches and locks; the next call
+        opens connections of the child's own, under the locks the kept ones stand for."""
+        inherited = [c for c in (self._conn, *self._readers) if c is not None]
+        _INHERITED.extend(inherited)
+        if inherited:
+            hold_locks_after_fork(self.path)
+        self._conn = None
+        self._scope_cache = {}
+        self._fresh_readers()
+        if self._vectors is not None:
+            self._vectors.forget_after_fork()
 
     def _meta_get(self, key: str) -> str | None:
         row = self.conn.execute(sql.GET_META, (f"{key}:{self.index}",)).fetchone()
@@ -130,13 +223,16 @@ class LocalBackend(Engine):
     def _meta_set(self, key: str, value: str) -> None:
         self.conn.execute(sql.SET_META, (f"{key}:{self.index}", value))
 
-    def _scope(self, app: str, user: str, *, create: bool = False) -> int | None:
-        """The scope's id; with ``create``, made first (committed on its own: ids are never reused)."""
+    def _scope(
+        self, app: str, user: str, *, create: bool = False, conn: sqlite3.Connection | None = None
+    ) -> int | None:
+        """The scope's id, read on ``conn`` (default: the writer's); with ``create``, made first
+        (committed on its own: ids are never reused)."""
         known = self._scope_cache.get((app, user))
         if known is not None:
             return known
         args = (self.index, app, user)
-        row = self.conn.execute(sql.GET_SCOPE, args).fetchone()
+        row = (conn or self.conn).execute(sql.GET_SCOPE, args).fetchone()
         if row is None and create:
             with write_transaction(self.conn) as conn:
                 conn.execute(sql.ADD_SCOPE, args)
@@ -211,20 +307,22 @@ class LocalBackend(Engine):
         return f'scope : "s{scope_id}" AND {text}' if token else text
 
     def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:
-        scope_id = self._scope(scope.app_name, scope.user_id)
+        conn = self._reader()
+        scope_id = self._scope(scope.app_name, scope.user_id, conn=conn)
         if scope_id is None:
             return []
-        rows = self.conn.execute(sql.SEARCH, (self._match(scope_id, query.terms), scope_id, k))
+        rows = conn.execute(sql.SEARCH, (self._match(scope_id, query.terms), scope_id, k))
         return [(_row_to_record(row[1:-1], scope), -row[-1]) for row in rows]
 
     def _search(self, scope: Scope, query: Query, vector: np.ndarray | None, k: int, degraded: str | None) -> list[Hit]:
         # Fuse on row ids and scores first; read and parse only the records that survive.
         # A large scope's int8 scan runs on another thread while SQLite does full text.
         assert self._vectors is not None
-        scope_id = self._scope(scope.app_name, scope.user_id)
+        conn = self._reader()
+        scope_id = self._scope(scope.app_name, scope.user_id, conn=conn)
         if scope_id is None:
             return []
-        conn, vectors, depth = self.conn, self._vectors, self.hybrid.depth(k)
+        vectors, depth = self._vectors, self.hybrid.depth(k)
         scoped = vectors.matrix(conn, scope_id)
         pending = vectors.top_soon(scoped, vector, depth) if vector is not None else None
         # A user holding much of the file: intersecting with their scope token costs more
@@ -246,31 +344,57 @@ class LocalBackend(Engine):
         return hits
 
     def _remove(self, scope: Scope, ids: Sequence[str] | None, session_id: str | None) -> int:
+        """Delete, and leave none of the deleted words in the file: the full-text index merged
+        in the same transaction (``PURGE``), the WAL truncated after it."""
         scope_id = self._scope(scope.app_name, scope.user_id)
         if scope_id is None:
             return 0
         with write_transaction(self.conn) as conn:
             conn.execute(sql.BUMP_VERSION, (scope_id,))
             if ids is not None:  # each a scan of the scope: ids are not indexed (see schema)
-                return sum(conn.execute(sql.DELETE_ONE, (scope_id, sql.stored_id(i))).rowcount for i in set(ids))
-            if session_id is not None:
-                return int(conn.execute(sql.DELETE_SESSION, (scope_id, session_id)).rowcount)
-            return int(conn.execute(sql.DELETE_ALL, (scope_id,)).rowcount)
+                gone = sum(conn.execute(sql.DELETE_ONE, (scope_id, sql.stored_id(i))).rowcount for i in set(ids))
+            elif session_id is not None:
+                gone = int(conn.execute(sql.DELETE_SESSION, (scope_id, session_id)).rowcount)
+            else:
+                gone = int(conn.execute(sql.DELETE_ALL, (scope_id,)).rowcount)
+            if gone:
+                self._merge_fulltext(conn)
+        if gone:
+            self._truncate_wal()
+        return gone
+
+    def _merge_fulltext(self, conn: sqlite3.Connection) -> None:
+        """The full-text index merged into one segment, in the erase's transaction: the deleted
+        rows' terms go with their delete markers (``secure_delete`` zeroes the freed pages)."""
+        conn.execute(sql.PURGE)
+
+    def _truncate_wal(self) -> None:
+        """Copy the WAL into the file and empty it: its frames hold the pages as they were."""
+        busy = self.conn.execute(sql.TRUNCATE_WAL).fetchone()[0]
+        if busy:
+            log.warning(
+                "local %s: the erase is done, but a reader kept the write-ahead log (%s-wal) from being emptied, so "
+                "it may hold the erased words until the next erase or the last connection closes",
+                self.path,
+                self.path.name,
+            )
 
     def _count(self, scope: Scope) -> int:
-        scope_id = self._scope(scope.app_name, scope.user_id)
-        return 0 if scope_id is None else int(self.conn.execute(sql.COUNT, (scope_id,)).fetchone()[0])
+        conn = self._reader()
+        scope_id = self._scope(scope.app_name, scope.user_id, conn=conn)
+        return 0 if scope_id is None else int(conn.execute(sql.COUNT, (scope_id,)).fetchone()[0])
 
     def _page(self, scope: Scope, cursor: Any, size: int) -> tuple[list[MemoryRecord], Any]:
-        scope_id = self._scope(scope.app_name, scope.user_id)
+        conn = self._reader()
+        scope_id = self._scope(scope.app_name, scope.user_id, conn=conn)
         if scope_id is None:
             return [], None
         after = cursor or ("", "")
-        rows = self.conn.execute(sql.SCAN, (scope_id, *after, size)).fetchall()
+        rows = conn.execute(sql.SCAN, (scope_id, *after, size)).fetchall()
         return [_row_to_record(r[1:], scope) for r in rows], (tuple(rows[-1][2:4]) if len(rows) == size else None)
 
     def _scopes(self) -> list[tuple[str, str, int]]:
-        return [tuple(r) for r in self.conn.execute(sql.SCOPES, (self.index,)).fetchall()]
+        return [tuple(r) for r in self._reader().execute(sql.SCOPES, (self.index,)).fetchall()]
 
     def _indices(self) -> list[str]:
-        return [r[0] for r in self.conn.execute(sql.INDICES).fetchall()]
+        return [r[0] for r in self._reader().execute(sql.INDICES).fetchall()]

@@ -96,6 +96,12 @@ class VectorStore:
         if scanner is not None:
             scanner.shutdown(wait=True)
 
+    def forget_after_fork(self) -> None:
+        """In a forked child: a cache, lock and scanner thread of its own (the parent's may be mid-use)."""
+        self._cache = OrderedDict()
+        self._lock = threading.Lock()
+        self._scanner = None
+
     def write(self, conn: sqlite3.Connection, keys: list[tuple[int, str, str]], vectors: np.ndarray) -> None:
         """Vectors of the records at ``keys`` (scope, session, event), in the caller's transaction."""
         blobs = np.asarray(vectors, dtype=np.float32)
