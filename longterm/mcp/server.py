@@ -1,15 +1,18 @@
 """``longterm mcp``: the memory tools served over stdio or streamable HTTP.
 
 The seam: ``serve_stdio(memory, app_name=, user_id=)`` serves one user's tools on this
-process's stdin/stdout (an assistant starts it as a subprocess); ``serve_http(memory,
+process's stdin/stdout (an assistant starts it as a subprocess); ``serve_http(memories,
 app_name=, tokens=, host=, port=)`` serves every user a token file names, on
-``http://host:port/mcp``, 127.0.0.1 unless told otherwise.
+``http://host:port/mcp``, 127.0.0.1 unless told otherwise. ``memories_for(memory_factory,
+app_name=, users=)`` opens each user's memory on the index of the store holding that user's
+memories (``longterm.locate``: the rule every CLI command follows), so the server finds what
+the application and ``longterm search`` find.
 
 Why one MCP server per user over HTTP: the gate in front checks the caller's bearer token
 on every request (401 when it is missing or unknown) and hands the request to the server
 built for that token's user. Each user's server has its own tools, bound in code to that
 user, and its own sessions, so neither a tool argument nor another user's session id can
-reach a memory that is not the caller's. All of them share one ``LongTermMemory`` (one
+reach a memory that is not the caller's. Users on one index share one ``LongTermMemory`` (one
 store connection); nothing on the HTTP side is bound to a user but the server it reaches.
 """
 
@@ -20,7 +23,7 @@ import io
 import json
 import socket
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -31,6 +34,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from ..locate import MemoryFactory, locate_indices
 from ..memory import LongTermMemory
 from ..records import bound_depth, repair_tree
 from .auth import Tokens
@@ -74,6 +78,19 @@ class _RepairedStdin:
             yield _repaired(line)
 
 
+async def memories_for(
+    memory_factory: MemoryFactory, *, app_name: str, users: Sequence[str], index: str | None = None
+) -> dict[str, LongTermMemory]:
+    """Each user's memory, on the index holding their memories of ``app_name`` (``index`` when
+    given; ``locate.RULE``); users on one index share one memory. Raises, opening nothing, when
+    several indices hold one user."""
+    located = await locate_indices(memory_factory, [(app_name, u) for u in users], index=index)
+    opened: dict[str, LongTermMemory] = {}
+    for name in dict.fromkeys(located.values()):
+        opened[name] = memory_factory(name)
+    return {u: opened[located[(app_name, u)]] for u in users}
+
+
 async def serve_stdio(memory: LongTermMemory, *, app_name: str, user_id: str) -> None:
     """Serve ``user_id``'s memory tools on stdin/stdout until the client closes them."""
     server = build_server(memory, app_name=app_name, user_id=user_id)
@@ -105,9 +122,23 @@ class _Gate:
         await self.servers[user].session_manager.handle_request(scope, receive, send)
 
 
-def http_app(memory: LongTermMemory, *, app_name: str, tokens: Tokens, host: str = "127.0.0.1") -> Starlette:
-    """The ASGI app of ``serve_http``: one MCP server per user the token file names."""
-    servers = {u: build_server(memory, app_name=app_name, user_id=u) for u in tokens.users}
+def _one_each(memories: LongTermMemory | Mapping[str, LongTermMemory], users: Sequence[str]) -> dict[str, Any]:
+    if isinstance(memories, LongTermMemory):
+        return dict.fromkeys(users, memories)
+    return {u: memories[u] for u in users}
+
+
+def http_app(
+    memories: LongTermMemory | Mapping[str, LongTermMemory],
+    *,
+    app_name: str,
+    tokens: Tokens,
+    host: str = "127.0.0.1",
+) -> Starlette:
+    """The ASGI app of ``serve_http``: one MCP server per user the token file names, on that
+    user's memory (``memories``: one for all, or one per user, as ``memories_for`` gives)."""
+    per_user = _one_each(memories, tokens.users)
+    servers = {u: build_server(per_user[u], app_name=app_name, user_id=u) for u in tokens.users}
     for server in servers.values():
         server.streamable_http_app(host=host, max_request_body_size=MAX_BODY_BYTES)  # makes its session manager
 
@@ -119,18 +150,24 @@ def http_app(memory: LongTermMemory, *, app_name: str, tokens: Tokens, host: str
                     await stack.enter_async_context(server.session_manager.run())
                 yield
         finally:
-            await memory.close()
+            for memory in {id(m): m for m in per_user.values()}.values():
+                await memory.close()
 
     return Starlette(routes=[Route(ENDPOINT, endpoint=_Gate(tokens, servers))], lifespan=lifespan)
 
 
 async def serve_http(
-    memory: LongTermMemory, *, app_name: str, tokens: Tokens, host: str = "127.0.0.1", port: int = 8765
+    memories: LongTermMemory | Mapping[str, LongTermMemory],
+    *,
+    app_name: str,
+    tokens: Tokens,
+    host: str = "127.0.0.1",
+    port: int = 8765,
 ) -> None:
     """Serve the memory tools on ``http://host:port/mcp`` until interrupted."""
     import uvicorn
 
-    app = http_app(memory, app_name=app_name, tokens=tokens, host=host)
+    app = http_app(memories, app_name=app_name, tokens=tokens, host=host)
     # Bound here, not by uvicorn: a busy port is an OSError the CLI reports in one line, and
     # ``--port 0`` prints the port the system chose.
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

@@ -184,3 +184,30 @@ def test_a_token_no_http_header_can_carry_is_refused_when_the_file_loads(tmp_pat
     path.write_text(json.dumps({"tokens": [{"user": "alice", "token": token}]}))
     with pytest.raises(ConfigurationError, match="visible ASCII"):
         Tokens.load(str(path))
+
+
+async def test_each_token_reaches_its_user_in_the_index_that_holds_them(tmp_path) -> None:
+    """alice was saved by ``LongTermMemory(app_name="app")`` (index ``app``), bob by
+    ``LongTermMemory()`` (index ``default_app``): one server finds both, each in their own index,
+    as ``longterm search`` does, and what bob saves lands beside his memories."""
+    from longterm import LongTermMemory
+    from tests.conftest import make_session
+
+    store = tmp_path / "memory.db"
+    for where, user, text in (({"app_name": "app"}, "alice", "Alice's cat is called Miso"), ({}, "bob", "Bob rows")):
+        memory = LongTermMemory(backend="local", backend_config={"path": str(store)}, **where)
+        await memory.add_session_to_memory(make_session("s1", app="app", user=user, turns=[("user", text)]))
+        await memory.close()
+    server = HttpServer(tmp_path, backend_args=local(store))
+    try:
+        async with http(server.url, TOKEN_A) as alice:
+            assert texts(await ok(alice, "search_memory", {"query": "cat Miso"})) == ["Alice's cat is called Miso"]
+        async with http(server.url, TOKEN_B) as bob:
+            assert texts(await ok(bob, "search_memory", {"query": "rows"})) == ["Bob rows"]
+            await ok(bob, "save_memory", {"text": "Bob likes rivers"})
+    finally:
+        server.stop()
+    memory = LongTermMemory(backend="local", backend_config={"path": str(store)})  # bob's index: default_app
+    assert await memory.count(app_name="app", user_id="bob") == 2
+    assert await memory.indices() == ["app", "default_app"]
+    await memory.close()

@@ -117,6 +117,7 @@ def test_every_failure_is_one_error_line(tmp_path: Path, _home: Path):
         assert message in _one_error_line(run(*args)), args
     _home.mkdir(parents=True, exist_ok=True)
     (_home / "memory.db").write_bytes(b"\x00garbage, not a store\xff" * 500)
+    (_home / "memory.db").chmod(0o600)  # damaged, not readable by others: one error, no warning
     assert "memory.db" in _one_error_line(run("stats"))
 
 
@@ -145,6 +146,7 @@ def test_the_installed_command_prints_no_traceback(tmp_path: Path, _home: Path):
     cut_id.write_text('{"role": "user", "content": "x", "session_id": "s\\ud83d"}\n')
     _home.mkdir(parents=True)
     (_home / "memory.db").write_bytes(b"garbage" * 1000)
+    (_home / "memory.db").chmod(0o600)  # damaged, not readable by others: one error, no warning
     for args in (["--config", "{bad", "stats"], ["import", str(cut_id), "--app", "a", "--user", "u"], ["stats"]):
         out = subprocess.run(
             [sys.executable, "-m", "longterm.cli", *args], env=env, cwd=tmp_path, capture_output=True, text=True
@@ -322,3 +324,116 @@ def test_facts_distill_fails_while_records_still_wait(tmp_path: Path, _home: Pat
         chat.down = False
         out = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True)
         assert out.returncode == 0 and out.stdout == "all evidence distilled\n", out.stdout + out.stderr
+
+
+def test_export_writes_a_file_only_its_owner_can_read_whatever_the_umask(tmp_path: Path):
+    """Under umask 022 a new file was 0644 and an existing one kept its rights: every word the
+    user said, readable by every account on the machine."""
+    config = json.dumps({"path": str(tmp_path / "m.db")})
+    transcript = tmp_path / "chat.jsonl"
+    transcript.write_text(json.dumps({"role": "user", "content": "My PIN is not 1234"}) + "\n")
+    assert run("--config", config, "import", str(transcript), "--app", "a", "--user", "u").exit_code == 0
+    fresh, existing = tmp_path / "fresh.jsonl", tmp_path / "existing.jsonl"
+    existing.write_text("old\n")
+    existing.chmod(0o644)
+    old = os.umask(0o022)
+    try:
+        for out in (fresh, existing):
+            r = run("--config", config, "export", "--app", "a", "--user", "u", "-o", str(out))
+            assert r.exit_code == 0, r.output
+            assert oct(out.stat().st_mode & 0o777) == oct(0o600), out
+            assert "My PIN is not 1234" in out.read_text() and "old" not in out.read_text()
+    finally:
+        os.umask(old)
+
+
+def _saved(tmp_path: Path, backend: str, config: dict) -> str:
+    from longterm import LongTermMemory
+    from longterm.testing import make_session
+
+    memory = LongTermMemory(backend=backend, backend_config=config, app_name="a")
+    memory.add_session_to_memory_sync(make_session("s1", app="a", user="u", turns=[("user", "my secret word")]))
+    memory.close_sync()
+    return json.dumps(config)
+
+
+def test_delete_purge_runs_the_engines_purge_after_the_erase(tmp_path: Path, monkeypatch):
+    """The CLI's side of --purge: the engine's purge runs once, after the erase, and its line is shown."""
+    from longterm import LongTermMemory
+    from longterm.backends.local.store import LocalBackend
+
+    config = _saved(tmp_path, "local", {"path": str(tmp_path / "m.db")})
+    seen: list[int] = []
+
+    async def purge(self: LocalBackend) -> str:
+        probe = LongTermMemory(backend_config={"path": str(tmp_path / "m.db")}, app_name="a")
+        seen.append(await probe.count(app_name="a", user_id="u"))  # what the store holds when purge runs
+        await probe.close()
+        return "full-text index merged"
+
+    monkeypatch.setattr(LocalBackend, "purge", purge, raising=False)
+    r = run("--config", config, "delete", "--app", "a", "--user", "u", "--yes", "--purge")
+    assert r.exit_code == 0, r.output
+    assert seen == [0]  # once, after the erase
+    assert "deleted 1 memories" in r.output and "purged: full-text index merged" in r.output
+
+
+def test_delete_purge_on_a_backend_without_one_says_nothing_more_can_be_done(tmp_path: Path):
+    config = _saved(tmp_path, "qdrant", {"path": str(tmp_path / "q"), "engine": "edge"})
+    r = run("--backend", "qdrant", "--config", config, "delete", "--app", "a", "--user", "u", "--yes", "--purge")
+    assert r.exit_code == 0, r.output
+    assert "deleted 1 memories" in r.output
+    assert "has no purge: nothing more can be done" in r.output
+    assert "--purge" in run("delete", "--help").output and "BGREWRITEAOF" in run("delete", "--help").output
+
+
+def test_import_writes_where_the_api_reads_and_joins_a_user_where_they_are(tmp_path: Path):
+    """Without --index, an import for a new (app, user) lands in index APP, where
+    LongTermMemory(app_name=APP) reads; one for a user the store already holds joins them there."""
+    from longterm import LongTermMemory
+    from longterm.testing import make_session
+
+    path = str(tmp_path / "m.db")
+    config = json.dumps({"path": path})
+    earlier = LongTermMemory(backend_config={"path": path})  # no app_name: index default_app
+    earlier.add_session_to_memory_sync(make_session("s0", app="shop", user="carol", turns=[("user", "I buy tea")]))
+    earlier.close_sync()
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(json.dumps({"role": "user", "content": "I collect stamps"}) + "\n")
+    for app, user in (("music", "ana"), ("shop", "carol")):
+        r = run("--config", config, "import", str(transcript), "--app", app, "--user", user)
+        assert r.exit_code == 0 and "1 memories saved" in r.output, r.output
+    api = LongTermMemory(backend_config={"path": path}, app_name="music")
+    assert api.count_sync(app_name="music", user_id="ana") == 1
+    api.close_sync()
+    listed = {
+        (r["index"], r["app"], r["user"]): r["memories"]
+        for r in json.loads(run("--config", config, "stats", "--json").output)
+    }
+    assert listed == {("music", "music", "ana"): 1, ("default_app", "shop", "carol"): 2}
+    assert "whichever index of the store holds them" in " ".join(run("--help").output.split())
+
+
+def test_a_library_warning_is_one_escaped_line(tmp_path: Path, _home: Path):
+    """A warning of the library (here: a store others can read) is one ``warning:`` line with
+    control characters escaped; Python's fallback printed the raw message, ESC sequences included."""
+    from longterm import LongTermMemory
+    from longterm.testing import make_session
+
+    path = tmp_path / "evil\x1b[2Jdir" / "m.db"
+    memory = LongTermMemory(backend_config={"path": str(path)}, app_name="a")
+    memory.add_session_to_memory_sync(make_session("s1", app="a", user="u", turns=[("user", "figs")]))
+    memory.close_sync()
+    path.chmod(0o644)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LONGTERM_")} | {"LONGTERM_HOME": str(_home)}
+    out = subprocess.run(
+        [sys.executable, "-m", "longterm.cli", "--config", json.dumps({"path": str(path)}), "stats"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    [line] = out.stderr.splitlines()
+    assert line.startswith("warning: ") and "evil\\x1b[2Jdir" in line and "\x1b" not in out.stderr, out.stderr
