@@ -107,7 +107,7 @@ class InputContract:
 
     @pytest.mark.asyncio
     async def test_an_input_not_understood_is_refused_and_never_marked_handled(self, memory: LongTermMemory):
-        bad = [
+        bad: list[list[Any]] = [
             [{"id": "e1", "foo": "bar"}],
             [{"id": "e1", "content": {"parts": [{"foo": "bar"}]}}],
             [{"id": "e1", "role": "user", "content": [{"type": "hologram", "data": "x"}]}],
@@ -148,7 +148,7 @@ class InputContract:
         first = [
             m.timestamp for m in (await memory.search_memory(app_name="app", user_id="u1", query="tromso")).memories
         ]
-        assert first and all(m >= time.strftime("%Y", time.gmtime(before)) for m in first)
+        assert first and all((m or "") >= time.strftime("%Y", time.gmtime(before)) for m in first)
         stamps = [r.timestamp async for r in memory.iter_records(app_name="app", user_id="u1")]
         assert all(before - 1 <= t <= time.time() + 1 for t in stamps)
         again = await memory.add_session_to_memory(session)
