@@ -32,10 +32,12 @@ consolidation or rebuild reads the marks before it starts and after it wrote, an
 from evidence erased meanwhile does not stay. A rebuild distils into memory and replaces
 the old facts only once all of it worked.
 
-Retries: a failed batch is kept and tried again after ``retry_seconds``, at the next save of
-that user and on ``flush``. A process that stopped with work queued loses nothing: the first
-time a process works for a user, it scans that user's records for evidence the ledger has
-not seen distilled.
+Retries: a failed batch is kept and tried again after ``retry_seconds`` (doubling after each
+failure in a row, up to ``MAX_BACKOFF`` times), at the next save of that user and on
+``flush``. A model's unusable answer is a failure like an outage: retried, never skipped;
+only a fault of ours (``POISON_STRIKES``) skips a batch. A process that stopped with work
+queued loses nothing: the first time a process works for a user, it scans that user's
+records for evidence the ledger has not seen distilled.
 
 The worker is one thread with its own event loop: model calls and reconciliation never run
 on a caller's loop, and one user's batches never reconcile at the same time.
@@ -54,7 +56,7 @@ from typing import Any, TypeVar
 
 from ..errors import BackendUnavailableError, InvalidInputError
 from ..records import MemoryRecord, Scope, repair_unicode
-from ..retrieval.text import query_terms
+from ..retrieval.text import STOPWORDS, index_terms, query_terms
 from .llm import ChatModel, FactsConfig, ModelError
 from .model import FACTS_SESSION, Fact, distilled_session, is_fact, iso, normal
 
@@ -67,9 +69,11 @@ SIMILAR_FETCH = 30
 ERASURES = f"{FACTS_SESSION}\x00\x00erasures"
 #: Longest fact or subject text kept from a model's answer.
 MAX_FACT_CHARS = 1_000
-#: A batch failing this many times in a row for a reason that is neither the model nor the
-#: store being unavailable (a fault of ours, input no engine holds) is skipped and logged.
+#: A batch failing this many times in a row for a fault of ours (our code, evidence that
+#: cannot be read or written; never the model's answer, never an outage) is skipped and logged.
 POISON_STRIKES = 3
+#: A user's retries wait ``retry_seconds``, doubling after each failure in a row up to this factor.
+MAX_BACKOFF = 64
 
 
 class FactLayer:
@@ -91,6 +95,13 @@ class FactLayer:
         self._marks: dict[Scope, set[str]] = {}
         self._agreed: dict[Scope, set[str]] = {}
         """Per user, the erasure marks its facts were last made to agree with (``_agree``)."""
+        self._erasing: dict[Scope, set[str]] = {}
+        """Per user, the words of evidence this process is erasing (``begin_erase`` to ``erase``);
+        in memory only, never written."""
+        self._failures: dict[Scope, int] = {}
+        """Per user, passes failed in a row (the backoff's exponent)."""
+        self._due: dict[Scope, float] = {}
+        """Per user that failed, the loop time before which the retry timer leaves it alone."""
         self._pass: asyncio.Task[None] | None = None
         self._retry: asyncio.TimerHandle | None = None
         self._closed = False
@@ -104,6 +115,7 @@ class FactLayer:
         with self._lock:
             queued = self._queued.setdefault(scope, {})
             queued.update((r.id, r) for r in records if not is_fact(r))
+            self._due.pop(scope, None)  # the user's next save tries at once, backoff or not
         self._loop.call_soon_threadsafe(self._wake)
 
     def pending(self) -> int:
@@ -117,31 +129,57 @@ class FactLayer:
             self._pass = self._loop.create_task(self._drain())
 
     async def _drain(self) -> None:
-        """Work until every queued user was tried; a user whose batch failed stays queued (and
-        is not tried again in this pass); records queued meanwhile are taken in this pass."""
+        """Work until every queued user that is due was tried; a user whose batch failed stays
+        queued, backs off (``_failed``) and is not tried again in this pass; records queued
+        meanwhile are taken in this pass."""
         if self._busy is None:
             self._busy = asyncio.Lock()
         async with self._busy:
             failed: set[Scope] = set()
             while True:
+                now = self._loop.time()
                 with self._lock:
-                    scope = next((s for s in self._queued if s not in failed), None)
+                    due = (s for s in self._queued if s not in failed and self._due.get(s, now) <= now)
+                    scope = next(due, None)
                     queued = self._queued.pop(scope, {}) if scope is not None else {}
                 if scope is None:
                     break
                 try:
                     await self._catch_up(scope, queued)
                     self.last_error = None
+                    self._failures.pop(scope, None)
+                    with self._lock:
+                        self._due.pop(scope, None)
                 except Exception as exc:
                     failed.add(scope)
                     self.last_error = str(exc)
-                    log.warning("facts for a user of %r were not distilled (%s); retrying later", scope.app_name, exc)
+                    wait = self._failed(scope)
+                    log.warning(
+                        "facts for a user of %r were not distilled (%s); retrying in %g s", scope.app_name, exc, wait
+                    )
                     with self._lock:
                         self._queued.setdefault(scope, {}).update(queued)
-            if failed and not self._closed:
-                if self._retry is not None:
-                    self._retry.cancel()
-                self._retry = self._loop.call_later(self.config.retry_seconds, self._wake)
+            self._arm_retry()
+
+    def _failed(self, scope: Scope) -> float:
+        """Back the user off: ``retry_seconds``, doubled for each failure in a row (up to
+        ``MAX_BACKOFF`` times); returns the wait. A model that is down or answers nonsense is
+        asked again, never hammered."""
+        n = self._failures[scope] = self._failures.get(scope, 0) + 1
+        wait = self.config.retry_seconds * min(2 ** (n - 1), MAX_BACKOFF)
+        with self._lock:
+            self._due[scope] = self._loop.time() + wait
+        return wait
+
+    def _arm_retry(self) -> None:
+        """Wake the worker when the first backed-off user that still has work is due."""
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
+        with self._lock:
+            due = [self._due[s] for s in self._queued if s in self._due]
+        if due and not self._closed:
+            self._retry = self._loop.call_at(min(due), self._wake)
 
     async def catch_up(self, scope: Scope) -> int:
         """Distil whatever evidence of the user the ledger has not seen distilled (after a
@@ -160,6 +198,7 @@ class FactLayer:
         if self._pass is not None and not self._pass.done():
             await self._pass
         with self._lock:
+            self._due.clear()  # a flush tries every user now, backoff or not
             more = bool(self._queued)
         if more:
             self._pass = self._loop.create_task(self._drain())
@@ -197,7 +236,7 @@ class FactLayer:
                 await self._distill(scope, batch, self.model, self.config, before)
                 self._strikes.pop(batch[0].id, None)
             except (ModelError, BackendUnavailableError, asyncio.CancelledError):
-                self._requeue(scope, todo[i:], before)
+                self._requeue(scope, todo[i:], before)  # the model's answer or an outage: retried, never skipped
                 raise
             except Exception as exc:
                 strikes = self._strikes[batch[0].id] = self._strikes.get(batch[0].id, 0) + 1
@@ -236,7 +275,7 @@ class FactLayer:
             await self.ledger.mark_saved(scope, distilled_session(sid), eids)
 
     async def _ask(self, model: ChatModel, system: str, task: dict[str, Any]) -> dict[str, Any]:
-        return await asyncio.to_thread(model.ask, system, task)
+        return await model.ask(system, task)
 
     async def _distill(
         self,
@@ -340,6 +379,8 @@ class FactLayer:
             return
         said = said_text(answer.get("text")) if decision == "UPDATE" else ""
         new = Fact.new(scope, subject, said or text, evidence)
+        if said and target is not None and normal(said) != normal(text):  # worded from the old fact too
+            new.own_text, new.reworded_from = text, target.id
         if decision == "UPDATE" and target is not None and at >= target.valid_from:
             new.history[-1].update(op="updated", replaces=target.id)
             target.supersede(at, new.id, evidence, "superseded")
@@ -403,6 +444,12 @@ class FactLayer:
         await self._on_worker(self._begin_erase(scope, session_id, memory_id))
 
     async def _begin_erase(self, scope: Scope, session_id: str | None, memory_id: str | None) -> None:
+        if session_id is not None or memory_id is not None:  # what the erased words were, for ``_erase``
+            words = self._erasing.setdefault(scope, set())
+            async for rec in self.backend.scan(scope):
+                if rec.id == memory_id or (session_id is not None and rec.session_id == session_id):
+                    fact = Fact.of(rec)
+                    words.update(_words(rec.text if fact is None else fact.text))
         nonce = uuid.uuid4().hex
         if session_id is not None:
             mark = f"s:{_key(session_id)}:{nonce}"
@@ -425,33 +472,46 @@ class FactLayer:
 
     async def _erase(self, scope: Scope) -> int:
         marks = await self._erasures(scope)
-        gone = await self._agree(scope)
+        gone = await self._agree(scope, erased=self._erasing.pop(scope, set()))
         self._agreed[scope] = marks
         return gone
 
-    async def _agree(self, scope: Scope, records: list[MemoryRecord] | None = None) -> int:
+    async def _agree(
+        self, scope: Scope, records: list[MemoryRecord] | None = None, erased: set[str] | None = None
+    ) -> int:
         """Make the user's facts agree with the evidence in the store (``records``: the user's
         records, already read). A fact whose evidence is all gone is deleted, one that lost some
-        keeps the rest; a fact that a gone fact replaced, or gone evidence retracted, holds
-        again. Idempotent: any number of erases and workers may run it. Returns facts deleted."""
+        keeps the rest, unless its text holds a word of the erased evidence (``erased``: their
+        words, when this process erased them) that the rest does not say: then it goes too. A
+        fact the model reworded from a gone fact says it in its own evidence's words again; a
+        fact that a gone fact replaced, or gone evidence retracted, holds again; the history
+        keeps no id of gone evidence. Idempotent: any number of erases and workers may run it.
+        Returns facts deleted."""
         if records is None:
             records = [rec async for rec in self.backend.scan(scope)]
         facts = {f.id: f for f in map(Fact.of, records) if f is not None}
-        present = {r.id: r.session_id for r in records if not is_fact(r)}
+        present = {r.id: r for r in records if not is_fact(r)}
         gone: set[str] = set()
         changed: dict[str, Fact] = {}
         now = time.time()
         for f in facts.values():
             kept = [e for e in f.evidence if e in present]
-            if not kept:
+            if not kept or (len(kept) < len(f.evidence) and _says_erased(f, [present[e] for e in kept], erased)):
                 gone.add(f.id)
             elif len(kept) < len(f.evidence):
                 f.evidence = kept
-                f.sessions = list(dict.fromkeys(present[e] for e in kept))
+                f.sessions = list(dict.fromkeys(present[e].session_id for e in kept))
                 f.note({"op": "evidence erased", "at": iso(now)})
                 changed[f.id] = f
         for f in facts.values():
-            if f.id in gone or f.current:
+            if f.id in gone:
+                continue
+            if f.reworded_from is not None and (f.reworded_from in gone or f.reworded_from not in facts):
+                f.unword(now)
+                changed[f.id] = f
+            if f.forget(set(present)):
+                changed[f.id] = f
+            if f.current:
                 continue
             replaced = f.superseded_by is not None and (f.superseded_by in gone or f.superseded_by not in facts)
             retracted = f.superseded_by is None and f.retracted_by and not any(e in present for e in f.retracted_by)
@@ -496,7 +556,7 @@ class FactLayer:
                 self._seen.add(scope)
             finally:
                 if model is not self.model:
-                    model.close()
+                    await model.aclose()
         return {"before": len(old), "after": len(await self.facts(scope, current=False)), "events": len(evidence)}
 
     async def consolidate(self, scope: Scope) -> dict[str, int]:
@@ -562,6 +622,8 @@ class FactLayer:
                 self._retry.cancel()
             if self._pass is not None and not self._pass.done():
                 self._pass.cancel()  # what it did not mark stays in the ledger's debt: the next process does it
+                await asyncio.wait([self._pass], timeout=5)
+            await self.model.aclose()
 
         try:
             await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(stop(), self._loop))
@@ -570,7 +632,6 @@ class FactLayer:
             self._thread.join(timeout=5)
             if not self._thread.is_alive():
                 self._loop.close()
-            self.model.close()
 
 
 def listing(refs: dict[str, Fact]) -> list[dict[str, Any]]:
@@ -592,6 +653,25 @@ def said_text(value: Any) -> str:
     if not isinstance(value, str):
         return ""
     return repair_unicode(value).replace("\x00", "").strip()[:MAX_FACT_CHARS].strip()
+
+
+def _words(text: str) -> set[str]:
+    """The words of ``text`` as the full-text index holds them (stemmed, CJK bigrams and
+    characters), function words left out."""
+    return set(index_terms(text)) - _FUNCTION_WORDS
+
+
+_FUNCTION_WORDS = frozenset(index_terms(" ".join(STOPWORDS)))
+
+
+def _says_erased(fact: Fact, kept: list[MemoryRecord], erased: set[str] | None) -> bool:
+    """Does ``fact`` hold a word of the erased evidence that its remaining evidence (``kept``)
+    does not say? (A fact backed by its whole batch, because the model cited nothing, keeps
+    the words of the one event that stated it.)"""
+    if not erased:
+        return False
+    said = set().union(*(_words(r.text) for r in kept))
+    return bool((_words(fact.text) | _words(fact.subject)) & erased - said)
 
 
 def _key(value: str) -> str:

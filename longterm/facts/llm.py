@@ -1,20 +1,22 @@
 """The fact layer's model: any OpenAI-compatible chat endpoint, asked for JSON.
 
 The seam: ``FactsConfig`` (base URL, key, model, deadline, batch size, prompts; from
-arguments or ``LONGTERM_FACTS_*``) and ``ChatModel(config).ask(system, task) -> dict``, a
-blocking call that returns the JSON object the model answered or raises ``ModelError``.
+arguments or ``LONGTERM_FACTS_*``) and ``await ChatModel(config).ask(system, task) -> dict``,
+which returns the JSON object the model answered or raises ``ModelError``.
 
-Why blocking (httpx's sync client, the ``facts`` extra): the fact layer calls it from its own worker, never
-from a caller's event loop, and a sync client binds to no loop. Every failure a real
-endpoint has (unreachable, slow, 429, 5xx, an answer that is not JSON) is one
-``ModelError``: the caller's answer is the same for all of them, retry later.
+Why async (httpx's async client, the ``facts`` extra): the fact layer calls it on its own
+worker loop, never on a caller's, and a deadline on a coroutine bounds the whole call, from
+connecting to the answer's last byte (httpx's own timeouts bound each read: a model that
+sends a byte at a time would hold a call for ever). Every failure a model has (unreachable,
+slow, 429, 5xx, an answer that is not JSON, nested too deep, too long or of the wrong shape)
+is one ``ModelError``: the caller's answer is the same for all of them, retry later.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
-import threading
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -107,8 +109,15 @@ class FactsConfig(BaseModel):
 
 
 class ModelError(BackendUnavailableError):
-    """The fact model did not give a usable answer (unreachable, slow, 429, 5xx, not JSON)."""
+    """The fact model did not give a usable answer (unreachable, slow, 429, 5xx, not JSON,
+    nested too deep, too long, the wrong shape): retried later, never skipped."""
 
+
+#: Deepest nesting an answer may have: the fact layer's answers are three levels deep, and
+#: a deeper one would be refused by ``json`` or by anything walking it recursively later.
+MAX_DEPTH = 32
+#: Longest answer read (bytes): a batch's extraction is a few kilobytes.
+MAX_ANSWER_BYTES = 4_000_000
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
@@ -118,28 +127,53 @@ def parse_json(content: str) -> dict[str, Any]:
     fenced = _FENCE.search(content)
     text = fenced.group(1) if fenced else content
     start, end = text.find("{"), text.rfind("}")
-    try:
-        value = json.loads(text[start : end + 1]) if start >= 0 else None
-    except json.JSONDecodeError:
-        value = None
+    value = load_json(text[start : end + 1], "the fact model's answer") if start >= 0 else None
     if not isinstance(value, dict):
         raise ModelError(f"the fact model answered something that is not a JSON object: {content[:200]!r}")
     return value
 
 
+def load_json(text: str | bytes, what: str) -> Any:
+    """``text`` as JSON, or ``ModelError``: not JSON, or nested deeper than ``MAX_DEPTH``."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ModelError(f"{what} is nested too deep to read (more than {MAX_DEPTH} levels)") from None
+    except ValueError:  # JSONDecodeError, and bytes that are not UTF-8
+        raise ModelError(f"{what} is not JSON: {text[:200]!r}") from None
+    if depth_over(value, MAX_DEPTH):
+        raise ModelError(f"{what} is nested too deep to use (more than {MAX_DEPTH} levels)")
+    return value
+
+
+def depth_over(value: Any, limit: int) -> bool:
+    """Is ``value`` (parsed JSON) nested deeper than ``limit``? Walked without recursion."""
+    todo = [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return True
+            todo.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
 class ChatModel:
-    """One endpoint and model; thread-safe. ``usage`` sums calls and tokens (as the endpoint reports them)."""
+    """One endpoint and model, used on one event loop (the fact worker's). ``usage`` sums calls
+    and tokens (as the endpoint reports them)."""
 
     def __init__(self, config: FactsConfig) -> None:
         self.config = config
         headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
         self._httpx = require("httpx", package="httpx", extra="facts", purpose="The fact layer")
-        self._http = self._httpx.Client(timeout=config.timeout, headers=headers)
+        self._http = self._httpx.AsyncClient(timeout=config.timeout, headers=headers)
         self._url = config.base_url.rstrip("/") + "/chat/completions"
-        self._lock = threading.Lock()
+        self._where = f"the fact model {config.model!r} at {config.base_url}"
         self.usage = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
 
-    def ask(self, system: str, task: dict[str, Any]) -> dict[str, Any]:
+    async def ask(self, system: str, task: dict[str, Any]) -> dict[str, Any]:
+        """The JSON object the model answers to ``task``; the whole call, from connecting to the
+        answer's last byte, within ``timeout`` seconds; every failure a ``ModelError``."""
         body: dict[str, Any] = {
             "model": self.config.model,
             "temperature": 0,
@@ -150,28 +184,45 @@ class ChatModel:
         }
         if self.config.json_mode:
             body["response_format"] = {"type": "json_object"}
-        where = f"the fact model {self.config.model!r} at {self.config.base_url}"
         try:
-            reply = self._http.post(self._url, json=body)
-        except self._httpx.TimeoutException:
-            raise ModelError(f"{where} did not answer within {self.config.timeout:g} s") from None
+            status, raw = await asyncio.wait_for(self._post(body), self.config.timeout)
+        except (asyncio.TimeoutError, self._httpx.TimeoutException):
+            raise ModelError(f"{self._where} did not answer within {self.config.timeout:g} s") from None
         except self._httpx.HTTPError as exc:
-            raise ModelError(f"{where} is unreachable ({type(exc).__name__}: {exc})") from None
-        if reply.status_code != 200:
-            raise ModelError(f"{where} answered HTTP {reply.status_code}: {reply.text[:200]}")
+            raise ModelError(f"{self._where} is unreachable ({type(exc).__name__}: {exc})") from None
+        text = raw.decode("utf-8", "replace")
+        if status != 200:
+            raise ModelError(f"{self._where} answered HTTP {status}: {text[:200]}")
+        return self._content(load_json(raw, f"{self._where}'s reply"), text)
+
+    async def _post(self, body: dict[str, Any]) -> tuple[int, bytes]:
+        """POST ``body``; the status and the reply, read in chunks up to ``MAX_ANSWER_BYTES``."""
+        async with self._http.stream("POST", self._url, json=body) as reply:
+            data = bytearray()
+            async for chunk in reply.aiter_bytes():
+                data += chunk
+                if len(data) > MAX_ANSWER_BYTES:
+                    raise ModelError(f"{self._where} answered more than {MAX_ANSWER_BYTES:,} bytes; refused")
+            return reply.status_code, bytes(data)
+
+    def _content(self, data: Any, text: str) -> dict[str, Any]:
+        """The JSON object in a chat completion's first message; usage counted."""
         try:
-            data = reply.json()
             content = data["choices"][0]["message"]["content"] or ""
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise ModelError(
-                f"{where} answered something that is not a chat completion: {reply.text[:200]!r}"
-            ) from None
-        usage = data.get("usage") or {}
-        with self._lock:
-            self.usage["calls"] += 1
-            self.usage["prompt_tokens"] += int(usage.get("prompt_tokens") or 0)
-            self.usage["completion_tokens"] += int(usage.get("completion_tokens") or 0)
+        except (KeyError, IndexError, TypeError):
+            content = None
+        if not isinstance(content, str):
+            raise ModelError(f"{self._where} answered something that is not a chat completion: {text[:200]!r}")
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        self.usage["calls"] += 1
+        self.usage["prompt_tokens"] += _count(usage.get("prompt_tokens"))
+        self.usage["completion_tokens"] += _count(usage.get("completion_tokens"))
         return parse_json(content)
 
-    def close(self) -> None:
-        self._http.close()
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+def _count(value: Any) -> int:
+    """A token count as an endpoint reports it; 0 for anything that is not a count."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

@@ -74,6 +74,10 @@ class Fact:
     """Record ids of the evidence that retracted it (a DELETE): erased, the fact holds again."""
     key: str = ""
     """Its record's event id: ``id`` is ``record_id(app, user, FACTS_SESSION, key)``, as every record's."""
+    own_text: str | None = None
+    """When the model reworded it from the fact it replaced (``reworded_from``): the fact in its
+    own evidence's words, what it says once that fact is erased (no erased word outlives it)."""
+    reworded_from: str | None = None
 
     @property
     def current(self) -> bool:
@@ -117,6 +121,24 @@ class Fact:
         self.superseded_by = by
         self.retracted_by = [r.id for r in evidence][:MAX_EVIDENCE] if by is None else []
         self.note({"op": op, "at": iso(at), "by": by, "evidence": [r.id for r in evidence][:MAX_EVIDENCE]})
+
+    def unword(self, at: float) -> None:
+        """Back to its own evidence's words: the fact it was reworded from is gone."""
+        if self.own_text is not None:
+            self.text = self.own_text
+        self.own_text = self.reworded_from = None
+        self.note({"op": "reworded", "at": iso(at), "because": "the fact it was reworded from was erased"})
+
+    def forget(self, present: set[str]) -> bool:
+        """Drop from its history the evidence ids no longer in the store (``present``); True when
+        something went."""
+        changed = False
+        for entry in self.history:
+            ids = entry.get("evidence")
+            if isinstance(ids, list) and any(e not in present for e in ids):
+                entry["evidence"] = [e for e in ids if e in present]
+                changed = True
+        return changed
 
     def reopen(self, because: str, at: float) -> None:
         """Current again: what replaced or retracted it is gone."""
@@ -168,6 +190,8 @@ _STORED = (
     "sessions",
     "history",
     "retracted_by",
+    "own_text",
+    "reworded_from",
 )
 #: A fact keeps its first and latest evidence ids and history entries up to these counts.
 MAX_EVIDENCE = 500

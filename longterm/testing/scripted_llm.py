@@ -80,10 +80,14 @@ class ScriptedChat:
     reconcile request with ADD (mem0's ADD-only camp: the old and the new stay current).
 
     Faults: ``fail(*kinds)`` queues one per coming request: ``"429"`` (rate limited, with
-    ``Retry-After``), ``"500"``, ``"malformed"`` (a reply that is not JSON), ``"timeout"``
-    (answers after ``slow_seconds``), ``"drop"`` (closes the connection unanswered), ``"ok"``
-    (answers: to fail a later request, e.g. ``fail("ok", "429")``); ``down =
-    True`` answers every request with 503 until set back. ``requests`` lists the tasks
+    ``Retry-After``), ``"500"``, ``"malformed"`` (a reply that is not JSON), ``"deep"`` (valid
+    JSON nested 10,000 levels deep), ``"long"`` (valid JSON padded past 4 MB), ``"shape"`` (a
+    chat completion whose message content is a number, not text), ``"timeout"`` (answers after
+    ``slow_seconds``), ``"dribble"`` (sends the headers at once, then the answer a byte every
+    ``dribble_seconds``), ``"drop"`` (closes the connection unanswered), ``"ok"`` (answers: to
+    fail a later request, e.g. ``fail("ok", "429")``); ``down = True`` answers every request
+    with 503 until set back. ``times`` holds when each request arrived (``time.monotonic()``),
+    failed ones included. ``requests`` lists the tasks
     answered (``"extract"``, ``"reconcile"``, ``"consolidate"``); ``usage`` sums the
     approximate tokens (four characters a token) of what it answered. ``gate`` (an unset
     ``threading.Event``) holds every request until it is set: a test can prove that nothing
@@ -95,13 +99,21 @@ class ScriptedChat:
     """
 
     def __init__(
-        self, rules: list[FactRule], *, naive: bool = False, add_only: bool = False, slow_seconds: float = 2.0
+        self,
+        rules: list[FactRule],
+        *,
+        naive: bool = False,
+        add_only: bool = False,
+        slow_seconds: float = 2.0,
+        dribble_seconds: float = 0.2,
     ) -> None:
         self.rules = list(rules)
         self.naive = naive
         self.add_only = add_only
         self.slow_seconds = slow_seconds
+        self.dribble_seconds = dribble_seconds
         self.down = False
+        self.times: list[float] = []
         self.gate: threading.Event | None = None
         self.requests: list[str] = []
         self.usage = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
@@ -133,7 +145,7 @@ class ScriptedChat:
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                status, headers, payload = chat._answer(body)
+                status, headers, payload, dribble = chat._answer(body)
                 if status == 0:  # drop: close without a reply
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
@@ -145,7 +157,12 @@ class ScriptedChat:
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 try:
-                    self.wfile.write(data)
+                    if not dribble:
+                        self.wfile.write(data)
+                    for i in range(len(data) if dribble else 0):  # a byte at a time, each in time for a read timeout
+                        self.wfile.write(data[i : i + 1])
+                        self.wfile.flush()
+                        time.sleep(chat.dribble_seconds)
                 except OSError:  # the client gave up (a timeout): as a real server, carry on
                     self.close_connection = True
 
@@ -168,19 +185,23 @@ class ScriptedChat:
 
     # -- answering -------------------------------------------------------------------------
 
-    def _answer(self, body: bytes) -> tuple[int, dict[str, str], str]:
+    def _answer(self, body: bytes) -> tuple[int, dict[str, str], str, bool]:
+        """(status, headers, body, dribble) for one request; status 0: drop the connection."""
+        with self._lock:
+            self.times.append(time.monotonic())
         if self.gate is not None:
             self.gate.wait(60)
         with self._lock:
             fault = self._faults.pop(0) if self._faults else ("down" if self.down else "")
         if fault == "down":
-            return 503, {}, json.dumps({"error": {"message": "the model is down", "type": "server_error"}})
+            return 503, {}, json.dumps({"error": {"message": "the model is down", "type": "server_error"}}), False
         if fault == "500":
-            return 500, {}, json.dumps({"error": {"message": "internal error", "type": "server_error"}})
+            return 500, {}, json.dumps({"error": {"message": "internal error", "type": "server_error"}}), False
         if fault == "429":
-            return 429, {"Retry-After": "1"}, json.dumps({"error": {"message": "rate limited", "type": "requests"}})
+            error = {"error": {"message": "rate limited", "type": "requests"}}
+            return 429, {"Retry-After": "1"}, json.dumps(error), False
         if fault == "drop":
-            return 0, {}, ""
+            return 0, {}, "", False
         if fault == "timeout":
             time.sleep(self.slow_seconds)
         request = json.loads(body)
@@ -191,9 +212,7 @@ class ScriptedChat:
             by_hand = scripted.pop(0) if scripted else None
         answers = {"extract": self._extract, "reconcile": self._reconcile, "consolidate": self._consolidate}
         answer = by_hand(task) if by_hand is not None else answers[task["task"]](task)
-        content = "Here you are:\n" if fault == "malformed" else "```json\n"
-        content += json.dumps(answer, ensure_ascii=False)[: -3 if fault == "malformed" else None]
-        content += "" if fault == "malformed" else "\n```"
+        content = _content(answer, fault)
         with self._lock:
             self.requests.append(task["task"])
             tokens_in = sum(len(m["content"]) for m in request["messages"]) // 4
@@ -207,7 +226,9 @@ class ScriptedChat:
             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
             "usage": {"prompt_tokens": tokens_in, "completion_tokens": len(content) // 4},
         }
-        return 200, {}, json.dumps(reply)
+        if fault == "shape":
+            reply["choices"][0]["message"]["content"] = 42
+        return 200, {}, json.dumps(reply), fault == "dribble"
 
     def _extract(self, task: dict[str, Any]) -> dict[str, Any]:
         facts = []
@@ -252,3 +273,14 @@ class ScriptedChat:
             {"keep": latest[about(f)]["ref"], "drop": f["ref"]} for f in task["facts"] if latest[about(f)] is not f
         ]
         return {"merges": merges}
+
+
+def _content(answer: dict[str, Any], fault: str) -> str:
+    """The message a model sends for ``answer``: fenced JSON, or the unusable shape ``fault`` names."""
+    if fault == "malformed":  # prose and JSON cut short
+        return "Here you are:\n" + json.dumps(answer, ensure_ascii=False)[:-3]
+    if fault == "deep":  # valid JSON no parser should follow down
+        return '{"facts": ' + "[" * 10_000 + "]" * 10_000 + "}"
+    if fault == "long":  # valid JSON, padded past any sane answer
+        return "```json\n" + json.dumps(answer, ensure_ascii=False) + " " * 4_100_000 + "\n```"
+    return "```json\n" + json.dumps(answer, ensure_ascii=False) + "\n```"

@@ -10,6 +10,7 @@ another worker from evidence erased meanwhile stayed; one long fact emptied the 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -157,4 +158,50 @@ async def test_as_of_takes_a_datetime_or_an_iso_string_and_bad_values_say_so(tmp
             await m.list_facts(app_name=APP, user_id=USER, as_of=bad)
     with pytest.raises(InvalidInputError, match="fact_id"):
         await m.fact_history(app_name=APP, user_id=USER, fact_id=["f1"])  # type: ignore[arg-type]
+    await m.close()
+
+
+@pytest.mark.parametrize("fault", ["deep", "long", "shape", "malformed"])
+async def test_an_unusable_answer_is_retried_never_skipped(tmp_path: Path, chat: ScriptedChat, fault: str):
+    m = local(tmp_path, chat)
+    chat.fail(*[fault] * fact_layer.POISON_STRIKES)  # as many times as a fault of ours may fail
+    await m.add_session_to_memory(said(1, "I live in Porto."))
+    assert await m.flush_facts() == 1  # the save's try and the flush's: the event waits
+    assert await m.flush_facts() == 1  # the third: still waiting, not skipped
+    assert await m.flush_facts() == 0
+    assert await current(m) == ["The user lives in Porto"]
+    await m.close()
+
+
+async def test_a_model_that_sends_a_byte_at_a_time_fails_within_the_timeout_and_is_retried(
+    tmp_path: Path, chat: ScriptedChat, caplog: pytest.LogCaptureFixture
+):
+    chat.dribble_seconds = 0.2  # each byte in time for any read timeout: only a deadline on the call stops it
+    m = local(tmp_path, chat, timeout=2)
+    chat.fail("dribble")
+    with caplog.at_level(logging.WARNING, logger="longterm.facts"):
+        await m.add_session_to_memory(said(1, "I live in Porto."))
+        assert await asyncio.wait_for(m.flush_facts(), 10) == 0  # the save's try failed, the flush's landed
+    first, retry = chat.times  # when the dribbled call and its retry reached the model
+    assert retry - first < 2 + 1
+    assert "did not answer within 2 s" in caplog.text
+    assert await current(m) == ["The user lives in Porto"]
+    await asyncio.wait_for(m.close(), 10)
+
+
+async def test_a_model_that_stays_down_is_retried_with_backoff_not_hammered(tmp_path: Path, chat: ScriptedChat):
+    chat.down = True
+    m = local(tmp_path, chat, retry_seconds=0.2)
+    await m.add_session_to_memory(said(1, "I live in Porto."))
+    await asyncio.sleep(3.3)  # tries at 0, 0.2, 0.6, 1.4 and 3.0 s (every 0.2 s: 16 tries)
+    gaps = [b - a for a, b in zip(chat.times, chat.times[1:], strict=False)]
+    assert 3 <= len(gaps) <= 5, gaps
+    assert all(later > 1.5 * earlier for earlier, later in zip(gaps, gaps[1:], strict=False)), gaps
+    chat.down = False
+    await m.add_session_to_memory(said(2, "I'm vegan."))  # the user's next save tries at once
+    for _ in range(100):
+        if len(await current(m)) == 2:
+            break
+        await asyncio.sleep(0.05)
+    assert await current(m) == ["The user lives in Porto", "The user is vegan"]
     await m.close()

@@ -209,6 +209,19 @@ async def test_malformed_json_429_timeouts_and_drops_are_retried_and_land_once(
     assert len(facts) == 5 and all(len(f["evidence"]) == 1 for f in facts)
 
 
+async def test_an_answer_nested_too_deep_is_the_models_fault_retried_until_a_good_one_lands(
+    open_memory: Callable[..., LongTermMemory], chat: ScriptedChat
+):
+    m = open_memory(facts=facts_config(chat))
+    chat.fail("deep", "deep", "deep")  # valid JSON, 10,000 lists deep: three times, more than a fault of ours may fail
+    await m.add_session_to_memory(said(1, "I live in Porto."))
+    assert await m.flush_facts() == 1  # the save's try and the flush's: the event waits
+    assert await m.flush_facts() == 1  # the third: still waiting, not skipped
+    assert await m.flush_facts() == 0  # a good answer: the fact lands
+    assert await current(m) == ["The user lives in Porto"]
+    assert chat.requests.count("extract") == 4
+
+
 async def test_a_save_never_waits_for_the_model(open_memory: Callable[..., LongTermMemory], chat: ScriptedChat):
     chat.gate = threading.Event()  # every model call is held until the gate opens
     m = open_memory(facts=facts_config(chat, timeout=60))
