@@ -30,7 +30,9 @@ def _user(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--app", "app_name", required=True)(fn)
 
 
-def _run(ctx: click.Context, job: Callable[[Any], Awaitable[T]]) -> T:
+def _run(ctx: click.Context, app_name: str, user_id: str, job: Callable[[Any], Awaitable[T]]) -> T:
+    """``job(memory)`` on the index of the store that holds (app, user) (``locate``'s rule)."""
+    from ..locate import locate_index
     from ..memory import LongTermMemory
 
     root, mine = ctx.find_root().obj or {}, ctx.find_object(dict) or {}
@@ -46,7 +48,14 @@ def _run(ctx: click.Context, job: Callable[[Any], Awaitable[T]]) -> T:
         kwargs["index"] = root["index"]
 
     async def go() -> T:
-        memory = LongTermMemory(**kwargs)
+        cfg = kwargs["backend_config"]
+        base = {k: v for k, v in kwargs.items() if k not in ("facts", "index", "backend_config")}
+
+        def probe(i: str) -> LongTermMemory:  # without facts: finding the index distils nothing
+            return LongTermMemory(**base, index=i, backend_config={**cfg, "index": i})
+
+        index = await locate_index(probe, app_name, user_id, index=root.get("index") or cfg.get("index"))
+        memory = LongTermMemory(**{**kwargs, "index": index, "backend_config": {**cfg, "index": index}})
         try:
             return await job(memory)
         finally:
@@ -74,7 +83,7 @@ def facts(ctx: click.Context, base_url: str | None, model: str | None, api_key: 
 @click.pass_context
 def profile(ctx: click.Context, app_name: str, user_id: str) -> None:
     """Print the user's current profile (what an agent preloads)."""
-    text = _run(ctx, lambda m: m.get_user_profile(user_id, app_name=app_name))
+    text = _run(ctx, app_name, user_id, lambda m: m.get_user_profile(user_id, app_name=app_name))
     click.echo(text or "(no facts)")
 
 
@@ -90,7 +99,12 @@ def list_(ctx: click.Context, app_name: str, user_id: str, everything: bool, as_
     except ValueError:
         raise click.BadParameter(f"{as_of!r} is not an ISO 8601 time", param_hint="--as-of") from None
     _echo_json(
-        _run(ctx, lambda m: m.list_facts(app_name=app_name, user_id=user_id, include_superseded=everything, as_of=when))
+        _run(
+            ctx,
+            app_name,
+            user_id,
+            lambda m: m.list_facts(app_name=app_name, user_id=user_id, include_superseded=everything, as_of=when),
+        )
     )
 
 
@@ -100,7 +114,9 @@ def list_(ctx: click.Context, app_name: str, user_id: str, everything: bool, as_
 @click.pass_context
 def history(ctx: click.Context, fact_id: str, app_name: str, user_id: str) -> None:
     """Print a fact's trail as JSON: what it replaced, itself, what replaced it."""
-    _echo_json(_run(ctx, lambda m: m.fact_history(app_name=app_name, user_id=user_id, fact_id=fact_id)))
+    _echo_json(
+        _run(ctx, app_name, user_id, lambda m: m.fact_history(app_name=app_name, user_id=user_id, fact_id=fact_id))
+    )
 
 
 @facts.command()
@@ -119,7 +135,7 @@ def distill(ctx: click.Context, app_name: str, user_id: str) -> None:
     level = quiet.level
     quiet.setLevel(logging.ERROR)
     try:
-        left, why = _run(ctx, job)
+        left, why = _run(ctx, app_name, user_id, job)
     finally:
         quiet.setLevel(level)
     if left:
@@ -137,7 +153,7 @@ def distill(ctx: click.Context, app_name: str, user_id: str) -> None:
 @click.pass_context
 def consolidate(ctx: click.Context, app_name: str, user_id: str) -> None:
     """Merge duplicate facts and resolve contradictions (nothing is destroyed)."""
-    result = _run(ctx, lambda m: m.consolidate_facts(app_name=app_name, user_id=user_id))
+    result = _run(ctx, app_name, user_id, lambda m: m.consolidate_facts(app_name=app_name, user_id=user_id))
     click.echo(f"current facts: {result['before']} before, {result['after']} after")
 
 
@@ -151,5 +167,5 @@ def rebuild(ctx: click.Context, app_name: str, user_id: str, with_model: str | N
     if not yes and not click.confirm(f"Replace every fact of user {user_id!r} in app {app_name!r}?", default=False):
         raise click.Abort()
     overrides = {"model": with_model} if with_model else {}
-    result = _run(ctx, lambda m: m.rebuild_facts(app_name=app_name, user_id=user_id, **overrides))
+    result = _run(ctx, app_name, user_id, lambda m: m.rebuild_facts(app_name=app_name, user_id=user_id, **overrides))
     click.echo(f"{result['events']} events read; facts: {result['before']} before, {result['after']} after")

@@ -309,7 +309,8 @@ def test_facts_distill_fails_while_records_still_wait(tmp_path: Path, _home: Pat
     with ScriptedChat([FactRule(r"\bI live in (\w+)", "The user lives in {1}", "home city")]) as chat:
         chat.down = True
         facts = {"base_url": chat.base_url, "model": "scripted", "api_key": "k", "timeout": 1.0, "retry_seconds": 600}
-        memory = LongTermMemory(backend_config={"path": path}, facts=facts)
+        # saved into index "app" (app_name's): the command finds it there without --index
+        memory = LongTermMemory(app_name="app", backend_config={"path": path}, facts=facts)
         memory.add_session_to_memory_sync(make_session("s1", app="app", user="u1", turns=[("user", "I live in Porto")]))
         assert memory._sync(memory.flush_facts()) == 1
         memory.close_sync()
