@@ -8,11 +8,14 @@ Why so, in short (key layout and the longer story: docs/backends.md, "redis"): t
 TAG (a hex digest) and terms are escaped, so no id or user text is query syntax;
 full text ranks as local's (our terms, NOSTEM, BM25STD); a save is one Lua call per ``SCRIPT_BATCH``
 records with its ledger marks (leaving out events the ledger holds), an erase one per batch: each whole.
+With ``sentinels`` the client follows the primary Sentinel names; ``wait_replicas`` makes each save's
+script wait (``WAIT``) for that many replicas, on the script's own connection.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -29,6 +32,7 @@ from ..records import MemoryRecord, Scope, parse_record
 from ..retrieval.text import index_terms, query_terms
 
 START_HINT = "Run Redis Stack (image redis/redis-stack-server), or start redis-server with --loadmodule redisearch.so."
+FAILOVER_HINT = "A failover is under way (or a replica was named as the server); retry in a few seconds."
 #: Records per script call: a save of up to this many lands whole or not at all; a larger
 #: one is written in several calls (the ledger with the last), so no call blocks the server long.
 SCRIPT_BATCH = 1000
@@ -40,6 +44,8 @@ SCHEMA = ("SCHEMA", "terms", "TEXT", "NOSTEM", "scope", "TAG", "timestamp", "NUM
 VECTOR = ("embedding", "VECTOR", "HNSW", 6, "TYPE", "FLOAT32", "DISTANCE_METRIC", "COSINE", "DIM")
 TEXT_QUERY = ("WITHSCORES", "SCORER", "BM25STD", "RETURN", 1, "doc", "DIALECT", 2, "LIMIT", 0)
 KNN_QUERY = ("SORTBY", "vscore", "RETURN", 2, "doc", "vscore", "DIALECT", 2, "LIMIT", 0)
+#: Field of ``ns meta`` holding the index name as the caller gave it (keys hold ``safe_name``'s).
+INDEX_KEY = "index"
 #: What RediSearch says of a missing index (FT.SEARCH, FT.INFO), and ``_SAVE`` of a missing ``ns meta``.
 NO_INDEX = ("no such index", "unknown index")
 #: KEYS: ``ns meta``, the session's ledger set (or ``ns meta``), then per scope its set key and its record keys.
@@ -102,28 +108,81 @@ def _hits(reply: list[Any], bm25: bool = False) -> list[tuple[MemoryRecord, floa
     return out
 
 
+#: One key segment: what an index name becomes in a key.
+SEGMENT = r"A-Za-z0-9_.-"
+
+
+def namespace(prefix: str, index: str) -> str:
+    """The namespace every key of (``prefix``, ``index``) starts with.
+
+    A one-segment prefix keeps the previous release's layout, ``prefix index:`` (``longterm:app:``);
+    a prefix of several segments puts the index in braces, ``prefix {index}:`` (``myapp:memory:{app}:``).
+    No prefix holds a brace and no key's tail after the namespace starts with one, so two stores'
+    keys never equal each other, and a store's ``{index}`` keys fall under no other store's
+    RediSearch ``PREFIX`` except a one-segment store's ``p:i:m:``, when the prefix starts with it
+    (``p:`` index ``i`` against prefix ``p:i:m:``): their scope tags are salted with the namespace
+    (``RedisBackend._tag``), so such an index holds their hashes but no query of it matches them.
+    The braces are also a Redis Cluster hash tag: one store's keys hash to one slot, as a Lua
+    script over several of them needs."""
+    safe = safe_name(index, SEGMENT)
+    return f"{prefix}{safe}:" if prefix.count(":") == 1 else f"{prefix}{{{safe}}}:"
+
+
 class RedisBackend(Engine):
     name: ClassVar[str] = "redis"
     unreachable: ClassVar[str] = "Start it, or point LONGTERM_REDIS_URL or backend_config['url'] at a Redis Stack."
     timeout_key: ClassVar[str] = "socket_timeout"
 
     def __init__(self, url: str | None = None, **options: Any) -> None:
-        redis = require("redis", package="redis", extra="redis", purpose="The redis backend")
+        self._redis = require("redis", package="redis", extra="redis", purpose="The redis backend")
         cfg = parse_backend_config(RedisConfig, {**options, "url": url}, self.name)
-        self.url, self.index = resolve_url(cfg), cfg.index
-        self.ns = f"{cfg.prefix}{safe_name(cfg.index, r'A-Za-z0-9_.-')}:"
+        self.cfg, self.index, self.prefix = cfg, cfg.index, cfg.prefix
+        self.url = None if cfg.sentinels else resolve_url(cfg)
+        self.ns = namespace(cfg.prefix, cfg.index)
+        self.legacy = cfg.prefix.count(":") == 1
+        """The previous release's key layout and scope tags (a one-segment prefix)."""
         self.index_name = f"{self.ns}search"
-        where, t, n = redact_url(self.url), cfg.socket_timeout, cfg.max_connections
+        if cfg.sentinels:
+            nodes = ",".join(f"{h}:{p}" for h, p in cfg.sentinels)
+            where = f"sentinel://{nodes}/{cfg.service_name}"
+        else:
+            assert self.url is not None
+            where = redact_url(self.url)
+        t, n = cfg.socket_timeout, cfg.max_connections
         super().__init__(where=where, store_id=f"redis:{where}#{self.ns}", workers=n, timeout=t, **cfg.hybrid_kwargs())
+        self._orphans: list[Any] = []
+        """Clients inherited from a parent process (``_forget_after_fork``): kept, never closed."""
+        self._connect()
+
+    def _connect(self) -> None:
+        """A client with a connection pool of its own (a URL's, or the primary Sentinel names)."""
+        cfg, t, n = self.cfg, self.cfg.socket_timeout, self.cfg.max_connections
         # One thread per connection. Sockets wait a little longer than a caller does, so a caller hears
         # "did not answer within t s" and the thread is free soon after; RESP2: the same replies everywhere.
-        timeouts = {"timeout": t + 1, "socket_timeout": t + 1, "socket_connect_timeout": t + 1}
-        try:
-            pool = redis.BlockingConnectionPool.from_url(self.url, max_connections=n, protocol=2, **timeouts)
-        except ValueError as exc:  # a scheme or a port redis-py cannot read
-            raise ConfigurationError(f"the redis url {where!r} is not valid ({exc}); {RedisConfig.URL_FORM}") from None
-        self._r = redis.Redis(connection_pool=pool)
+        timeouts = {"socket_timeout": t + 1, "socket_connect_timeout": t + 1}
+        if cfg.sentinels:
+            from redis.sentinel import Sentinel
+
+            auth = {"username": cfg.username, "password": cfg.password, "db": cfg.db or 0}
+            sentinel = Sentinel(cfg.sentinels, sentinel_kwargs=timeouts, protocol=2, **timeouts, **auth)
+            self._r = sentinel.master_for(cfg.service_name, max_connections=n)
+        else:
+            try:
+                pool = self._redis.BlockingConnectionPool.from_url(
+                    self.url, max_connections=n, protocol=2, timeout=t + 1, **timeouts
+                )
+            except ValueError as exc:  # a scheme or a port redis-py cannot read
+                raise ConfigurationError(
+                    f"the redis url {self.where!r} is not valid ({exc}); {RedisConfig.URL_FORM}"
+                ) from None
+            self._r = self._redis.Redis(connection_pool=pool)
         self._save, self._erase = (self._r.register_script(s) for s in (_SAVE, _ERASE))
+
+    def _forget_after_fork(self) -> None:
+        # redis-py closes a connection's socket without shutting it down in another pid, but kept
+        # here nothing is closed at all: the parent's connections stay exactly as they were.
+        self._orphans.append(self._r)
+        self._connect()
 
     def _rules(self) -> Sequence[Rule]:
         x = require("redis.exceptions", package="redis", extra="redis", purpose="The redis backend")
@@ -131,12 +190,18 @@ class RedisBackend(Engine):
             Rule(x.AuthenticationError, ConfigurationError, "Check the password in the URL or backend_config."),
             Rule(x.TimeoutError, BackendUnavailableError, "Check that it is not overloaded, or raise socket_timeout."),
             Rule(x.ConnectionError, BackendUnavailableError, self.unreachable),
+            Rule(x.ReadOnlyError, BackendUnavailableError, FAILOVER_HINT),
+            *(Rule(s, BackendUnavailableError, FAILOVER_HINT) for s in ("masterdown", "loading redis", "noreplicas")),
             Rule("unknown command 'ft.", BackendUnavailableError, f"This Redis has no RediSearch module. {START_HINT}"),
             *(Rule(s, BackendError, "Its index is gone (restarted empty?).", reopen=True) for s in NO_INDEX),
         )
 
+    def _tag(self, app_name: str, user_id: str) -> str:
+        """The scope's TAG (and set key): salted with the namespace outside the legacy layout (see ``namespace``)."""
+        return scope_key(app_name, user_id) if self.legacy else scope_key(self.ns, app_name, user_id)
+
     def _set(self, scope: Scope) -> str:
-        return f"{self.ns}s:{scope_key(scope.app_name, scope.user_id)}"
+        return f"{self.ns}s:{self._tag(scope.app_name, scope.user_id)}"
 
     def _ledger_key(self, scope: Scope, session_id: str) -> str:
         return f"{self.ns}l:{scope_key(scope.app_name, scope.user_id, session_id)}"
@@ -149,6 +214,7 @@ class RedisBackend(Engine):
             if "already exists" not in str(exc).lower():
                 raise
         upgrades.redis_v1(self._r, self.ns)
+        self._r.hsetnx(self.ns + "meta", INDEX_KEY, self.index)  # the name ``_indices`` reports
 
     def _meta_get(self, key: str) -> str | None:
         return None if (value := self._r.hget(self.ns + "meta", key)) is None else value.decode()
@@ -175,7 +241,7 @@ class RedisBackend(Engine):
             keys, args = [meta, ledger or meta], [0 if vecs is None else 1, int(new_only), len(now), *now]
             groups: dict[str, list[int]] = {}
             for i in batch:
-                groups.setdefault(scope_key(records[i].app_name, records[i].user_id), []).append(i)
+                groups.setdefault(self._tag(records[i].app_name, records[i].user_id), []).append(i)
             for tag, members in groups.items():
                 keys.append(f"{self.ns}s:{tag}")
                 args += (tag, len(members))
@@ -187,15 +253,33 @@ class RedisBackend(Engine):
                     if vecs is not None:
                         args.append(vecs[i].tobytes())
             if len(keys) > 2 or now:
-                self._save(keys=keys, args=args)
+                self._script(keys, args)
+
+    def _script(self, keys: list[str], args: list[Any]) -> None:
+        """One ``_SAVE`` call; with ``wait_replicas``, then ``WAIT`` on the same connection (a pipeline)."""
+        want = self.cfg.wait_replicas
+        if not want:
+            self._save(keys=keys, args=args)
+            return
+        with self._r.pipeline(transaction=False) as pipe:
+            self._save(keys=keys, args=args, client=pipe)
+            pipe.execute_command("WAIT", want, int(self.cfg.wait_timeout * 1000))
+            acked = int(pipe.execute()[-1])
+        if acked < want:
+            raise BackendUnavailableError(
+                f"redis at {self.where}: a save reached the primary, but {acked} of the {want} replicas asked for "
+                f"(backend_config['wait_replicas']) acknowledged it within {self.cfg.wait_timeout:g} s, so it could "
+                "be lost with the primary. Retry the save (a retry writes nothing twice); check the replicas' "
+                "link, or raise wait_timeout."
+            )
 
     def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:
         q = "|".join(f"(@scope:{{$s}} @terms:{_escape(t)})" for t in query_terms(query.text))
-        params = ("PARAMS", 2, "s", scope_key(scope.app_name, scope.user_id))
+        params = ("PARAMS", 2, "s", self._tag(scope.app_name, scope.user_id))
         return _hits(self._r.execute_command("FT.SEARCH", self.index_name, q, *params, *TEXT_QUERY, k), True)
 
     def _nearest(self, scope: Scope, vector: np.ndarray, k: int) -> list[tuple[MemoryRecord, float]]:
-        q = f"(@scope:{{{scope_key(scope.app_name, scope.user_id)}}})=>[KNN {k} @embedding $vec AS vscore]"
+        q = f"(@scope:{{{self._tag(scope.app_name, scope.user_id)}}})=>[KNN {k} @embedding $vec AS vscore]"
         vec = vector.astype(np.float32).tobytes()
         return _hits(self._r.execute_command("FT.SEARCH", self.index_name, q, "PARAMS", 2, "vec", vec, *KNN_QUERY, k))
 
@@ -227,6 +311,75 @@ class RedisBackend(Engine):
             docs = pipe.execute()
         records = [parse_record(d) for d in docs if d is not None]
         return records, ((position, seen) if position else None)
+
+    def _scopes(self) -> list[tuple[str, str, int]]:
+        return self._listed(self.ns)
+
+    def _listed(self, ns: str, first: bool = False) -> list[tuple[str, str, int]]:
+        """(app, user, count) of the scopes of namespace ``ns``: its index's scope tags (``FT.TAGVALS``,
+        which may still list emptied ones), each set's size, and one record naming (app, user).
+        ``first``: stop at the first scope with records."""
+        tags = [t.decode() for t in self._r.execute_command("FT.TAGVALS", f"{ns}search", "scope")]
+        with self._r.pipeline(transaction=False) as pipe:
+            for tag in tags:
+                pipe.scard(f"{ns}s:{tag}")
+                pipe.srandmember(f"{ns}s:{tag}")
+            sizes = pipe.execute()
+        out = []
+        for count, key in zip(sizes[::2], sizes[1::2], strict=True):
+            doc = self._r.hget(key, "doc") if count else None
+            if doc is not None:
+                rec = parse_record(doc)
+                out.append((rec.app_name, rec.user_id, int(count)))
+                if first:
+                    break
+        return out
+
+    def _indices(self) -> list[str]:
+        found = []
+        for raw in self._r.execute_command("FT._LIST"):
+            ns = (raw.decode() if isinstance(raw, bytes) else str(raw)).removesuffix("search")
+            segment = self._segment_of(ns)
+            if segment is None or not self._listed(ns, first=True):
+                continue
+            name = self._r.hget(ns + "meta", INDEX_KEY)
+            found.append(segment if name is None else name.decode())  # a store of 0.x: its key segment
+        return sorted(found)
+
+    def _segment_of(self, ns: str) -> str | None:
+        """The index segment of namespace ``ns`` when it is one of this prefix's, in this layout."""
+        if not ns.startswith(self.prefix):
+            return None
+        rest = ns[len(self.prefix) :]
+        form = rf"([{SEGMENT}]+):" if self.legacy else rf"\{{([{SEGMENT}]+)\}}:"
+        m = re.fullmatch(form, rest)
+        return None if m is None else m.group(1)
+
+    def _purge(self) -> None:
+        """Rewrite the AOF (``BGREWRITEAOF``) and, where snapshots are configured, the RDB (``BGSAVE``),
+        and wait for both: until then the files keep what an erase deleted."""
+        info = self._r.info("persistence")
+        started = []
+        if int(info.get("aof_enabled", 0)):
+            self._r.bgrewriteaof()
+            started.append(("aof_rewrite_in_progress", "aof_rewrite_scheduled", "aof_last_bgrewrite_status"))
+        if self._snapshots():
+            self._r.bgsave(schedule=True)
+            started.append(("rdb_bgsave_in_progress", "rdb_bgsave_in_progress", "rdb_last_bgsave_status"))
+        while started:
+            time.sleep(0.05)
+            info = self._r.info("persistence")
+            for running, scheduled, status in list(started):
+                if not int(info.get(running, 0)) and not int(info.get(scheduled, 0)):
+                    if info.get(status) not in ("ok", None):
+                        raise BackendError(f"redis at {self.where}: purging failed ({status}: {info.get(status)}).")
+                    started.remove((running, scheduled, status))
+
+    def _snapshots(self) -> bool:
+        try:
+            return bool(self._r.config_get("save").get("save"))
+        except self._redis.exceptions.ResponseError:  # CONFIG renamed or refused (managed services)
+            return False
 
     def _ledger_saved(self, scope: Scope, session_id: str) -> set[str]:
         return {m.decode() for m in self._r.smembers(self._ledger_key(scope, session_id))}

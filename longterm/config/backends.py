@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 from urllib.parse import quote
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..retrieval.hybrid import HybridSettings
 from . import env
@@ -52,14 +52,32 @@ class RedisConfig(HybridSettings):
     username: str | None = None
     password: str | None = None
     db: int | None = Field(None, ge=0)
-    prefix: str = Field("longterm:", pattern=r"^[A-Za-z0-9_.-]+:$")
-    """Letters, digits, ``_.-`` and one ``:`` at the end: then no store's keys fall under another's
-    (a key is ``prefix index:...``, and neither part holds another ``:``)."""
+    prefix: str = Field("longterm:", pattern=r"^(?:[A-Za-z0-9_.-]+:)+$")
+    """Segments of letters, digits and ``_.-``, each ending in ``:`` (``longterm:``, ``myapp:memory:``).
+    No store's keys fall under another's whatever the prefixes (see ``backends.redis.namespace``)."""
     index: str = "default_app"
     socket_timeout: float = Field(10.0, gt=0, allow_inf_nan=False)
     """Seconds any one operation may take (waiting for a free connection included)."""
     max_connections: int = Field(32, ge=1)
     """Connections (and worker threads) per memory; more concurrent calls wait for one."""
+    sentinels: list[tuple[str, int]] | None = None
+    """Redis Sentinels, ``[("host", port), ...]``: the client asks them for the primary of
+    ``service_name`` and follows it after a failover (``url``/``host`` are then not used;
+    the URL's password, if any, is ``password``)."""
+    service_name: str = "mymaster"
+    """The Sentinel service (``sentinel monitor <name> ...``) holding the store."""
+    wait_replicas: int = Field(0, ge=0)
+    """After each save, ``WAIT`` for this many replicas to acknowledge it, at most ``wait_timeout``
+    seconds; fewer is a ``BackendUnavailableError`` (the save may have landed on the primary:
+    a retry writes nothing twice). 0: a save returns once the primary has it."""
+    wait_timeout: float = Field(1.0, gt=0, allow_inf_nan=False)
+    """Seconds a save waits for ``wait_replicas`` acknowledgements (less than ``socket_timeout``)."""
+
+    @model_validator(mode="after")
+    def _wait_fits(self) -> RedisConfig:
+        if self.wait_replicas and self.wait_timeout >= self.socket_timeout:
+            raise ValueError("wait_timeout must be less than socket_timeout, or no save waits for its replicas")
+        return self
 
 
 def resolve_url(cfg: RedisConfig) -> str:

@@ -283,38 +283,37 @@ async def test_a_large_session_is_sent_in_bulk_requests_the_cluster_accepts(stub
     await memory.close()
 
 
-def _delete_by_query(answers: list[dict[str, Any]]) -> Callable[[bytes], tuple[int, Any]]:
-    def answer(body: bytes) -> tuple[int, Any]:
-        given = answers.pop(0)
-        status = given.pop("status", 200)
-        return status, {"deleted": 0, "version_conflicts": 0, "failures": [], "timed_out": False, **given}
+def _erase_rounds(pages: list[list[str]], bulks: list[list[int]]) -> dict[tuple[str, str], Any]:
+    """An erase's routes: each ``_search`` answers the next page of record ids, each ``_bulk`` the
+    next list of item statuses (201: tombstoned, 409: changed since read, 429: rejected)."""
 
-    return answer
+    def search(body: bytes) -> tuple[int, Any]:
+        ids = pages.pop(0) if pages else []
+        hits = [{"_id": i, "_seq_no": 1, "_primary_term": 1, "sort": [i]} for i in ids]
+        return 200, {"hits": {"hits": hits}}
+
+    def bulk(body: bytes) -> tuple[int, Any]:
+        statuses = bulks.pop(0)
+        items = [{"index": {"status": st, **({"error": {"type": "x"}} if st >= 300 else {})}} for st in statuses]
+        return 200, {"errors": any(st >= 300 for st in statuses), "items": items}
+
+    return {("POST", "/_search"): search, ("POST", "/_bulk"): bulk}
 
 
-def _count(n: int) -> Callable[[bytes], tuple[int, Any]]:
-    return lambda body: (200, {"count": n, "_shards": {"total": 1, "successful": 1, "failed": 0}})
-
-
-async def test_erase_goes_again_after_failures_and_conflicts(stub):
-    failure = {"index": "longterm-app", "id": "x", "cause": {"type": "es_rejected_execution_exception"}, "status": 429}
-    rounds = [
-        {"deleted": 3, "failures": [failure], "status": 429},
-        {"deleted": 1, "version_conflicts": 2},
-        {"deleted": 2},
-    ]
-    server = stub({("POST", "/_delete_by_query"): _delete_by_query(rounds), ("POST", "/_count"): _count(1)})
+async def test_erase_goes_again_after_conflicts_and_rejections_and_counts_each_memory_once(stub):
+    pages = [["a", "b", "c"], ["b", "c"], ["c"], []]
+    server = stub(_erase_rounds(pages, [[201, 409, 429], [201, 409], [201]]))
     memory = LongTermMemory(backend="opensearch", backend_config={"url": server.url, "index": "app"})
-    assert await memory.delete_memory(app_name="app", user_id="u1") == 6
-    assert len(server.requests("/_delete_by_query")) == 3
+    assert await memory.delete_memory(app_name="app", user_id="u1") == 3
+    tombstones = [b for b in server.requests("/_bulk")]
+    assert len(tombstones) == 3 and all(b'"if_seq_no"' in b and b'{"erased": true}' in b for b in tombstones)
     await memory.close()
 
 
 async def test_an_erase_that_cannot_finish_says_so(stub):
-    rounds = [{"deleted": 1, "version_conflicts": 1}] + [{"version_conflicts": 1}] * 20
-    server = stub({("POST", "/_delete_by_query"): _delete_by_query(rounds), ("POST", "/_count"): _count(1)})
+    server = stub(_erase_rounds([["x"]] * 20, [[409]] * 20))
     memory = LongTermMemory(backend="opensearch", backend_config={"url": server.url, "index": "app"})
-    with pytest.raises(BackendError, match=r"version conflicts.*still stored\. Erase again"):
+    with pytest.raises(BackendError, match=r"changed while erasing.*still stored\. Erase again"):
         await memory.delete_memory(app_name="app", user_id="u1", session_id="s1")
     await memory.close()
 
@@ -327,4 +326,167 @@ async def test_a_word_longer_than_lucene_takes_is_saved_and_the_rest_found(os_cf
     await memory.add_session_to_memory(make_session(turns=[("user", f"{blob} findme")]))
     res = await memory.search_memory(app_name="app", user_id="u1", query="findme")
     assert _texts(res) == [f"{blob} findme"]
+    await memory.close()
+
+
+# -- exactly once under erases ---------------------------------------------------------------------
+
+
+def _race_session(sid: str, n: int = 600) -> dict[str, Any]:
+    return make_session(sid, turns=[("user", f"racing fact {i} of {sid}") for i in range(n)])
+
+
+async def _live(memory: LongTermMemory, sid: str) -> tuple[int, int]:
+    """(memories the user has, hits for the session's words)."""
+    found = await memory.search_memory(app_name="app", user_id="u1", query=f"racing fact {sid}")
+    return await memory.count(app_name="app", user_id="u1"), len(found.memories)
+
+
+@pytest.mark.parametrize("pause", ["after-the-ledger-read", "between-bulk-chunks"])
+async def test_a_save_paused_across_an_erase_brings_nothing_back(
+    os_cfg: dict, monkeypatch: pytest.MonkeyPatch, pause: str
+):
+    """Worker B read the ledger (nothing saved yet) and is held there, or after its first bulk
+    chunk; worker A saves the 600 events and the user erases them; then B goes on. Today's main
+    wrote B's records over the erase (600, or 500, memories back)."""
+    import longterm.backends.opensearch as engine
+
+    monkeypatch.setattr(engine, "BULK_DOCS", 100)  # six chunks of records
+    a, b = (LongTermMemory(backend="opensearch", backend_config=os_cfg) for _ in range(2))
+    reached, go = threading.Event(), threading.Event()
+    backend = b.backend_instance
+    if pause == "after-the-ledger-read":
+        read = backend._ledger_saved
+
+        def held_read(scope: Any, session_id: str) -> set[str]:
+            saved = read(scope, session_id)
+            reached.set()
+            go.wait(30)
+            return saved
+
+        monkeypatch.setattr(backend, "_ledger_saved", held_read)
+    else:
+        send, sent = backend._send, []
+
+        def held_send(chunk: Any, *args: Any, **kwargs: Any) -> list[int]:
+            statuses = send(chunk, *args, **kwargs)
+            sent.append(len(chunk))
+            if len(sent) == 1:
+                reached.set()
+                go.wait(30)
+            return statuses
+
+        monkeypatch.setattr(backend, "_send", held_send)
+    session = _race_session("s1")
+
+    async def scenario() -> None:
+        slow = asyncio.create_task(b.add_session_to_memory(session))
+        assert await asyncio.get_running_loop().run_in_executor(None, reached.wait, 30)
+        assert (await a.add_session_to_memory(session)).new_events == 600
+        assert await a.delete_memory(app_name="app", user_id="u1", session_id="s1") == 600
+        go.set()
+        await slow
+        assert await _live(a, "s1") == (0, 0)
+        assert (await a.add_session_to_memory(session)).new_events == 0  # and the ledger holds them all
+
+    try:
+        await asyncio.wait_for(scenario(), 120)
+    finally:
+        go.set()
+        await a.close()
+        await b.close()
+
+
+async def test_two_workers_racing_an_erase_bring_nothing_back_and_the_count_is_exact(os_cfg: dict):
+    """The attack of issue 25, bounded: two workers save one 600-event session at once, the user
+    erases it as soon as one of them returned, then the other finishes. Every trial: the erase
+    reports the 600 memories it took (never more, as when rounds of delete_by_query counted
+    re-indexed records again), and none comes back."""
+    a, b = (LongTermMemory(backend="opensearch", backend_config=os_cfg) for _ in range(2))
+
+    async def trial(sid: str) -> tuple[int, tuple[int, int]]:
+        session = _race_session(sid)
+        tasks = {asyncio.create_task(m.add_session_to_memory(session)) for m in (a, b)}
+        done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for t in done:
+            t.result()
+        deleted = await a.delete_memory(app_name="app", user_id="u1", session_id=sid)
+        await asyncio.gather(*pending)
+        return deleted, await _live(a, sid)
+
+    try:
+        for i in range(4):
+            assert await asyncio.wait_for(trial(f"t{i}"), 60) == (600, (0, 0)), f"trial {i}"
+    finally:
+        await a.close()
+        await b.close()
+
+
+# -- listing, fork, purge -----------------------------------------------------------------------
+
+
+async def test_indices_are_named_as_the_caller_named_them_and_old_indices_by_their_physical_name(os_cfg: dict):
+    named = LongTermMemory(backend="opensearch", backend_config={**os_cfg, "index": "Travel Bookings"})
+    await named.add_session_to_memory(make_session(turns=[("user", "a trip to Porto")]))
+    old = LongTermMemory(backend="opensearch", backend_config={**os_cfg, "index": "legacy"})
+    await old.add_session_to_memory(make_session(turns=[("user", "an old memory")]))
+    empty = LongTermMemory(backend="opensearch", backend_config={**os_cfg, "index": "empty"})
+    await empty.count(app_name="app", user_id="u1")  # made, holds nothing
+    # As an earlier release left it: a mapping whose _meta names no index.
+    old.backend_instance.client.indices.put_mapping(index=old.backend_instance.index, body={"_meta": {"embedder": ""}})
+    assert await empty.indices() == sorted(["Travel Bookings", "legacy"])
+    longer = LongTermMemory(backend="opensearch", backend_config={**os_cfg, "prefix": os_cfg["prefix"] + "x-"})
+    assert await longer.indices() == []  # another prefix (here one that starts with this one) lists its own
+    for m in (named, old, empty, longer):
+        await m.close()
+
+
+def test_after_fork_the_child_opens_its_own_client_and_the_parents_stays_good(os_cfg: dict):
+    from longterm.records import MemoryRecord, Scope, record_id
+    from tests.backends.test_redis import in_a_forked_child
+
+    backend = OpenSearchBackend(**os_cfg)
+
+    def rec(i: int) -> MemoryRecord:
+        return MemoryRecord(
+            id=record_id("app", "u1", "s", f"e{i}"), app_name="app", user_id="u1", session_id="s",
+            event_id=f"e{i}", role="user", text=f"forked fact {i}", timestamp=float(i),
+        )  # fmt: skip
+
+    scope = Scope(app_name="app", user_id="u1")
+    backend._call("saving", backend._write, ([rec(0)], None))
+    parent = backend.client
+
+    def child() -> int:
+        backend._forget_after_fork()
+        assert backend.client is not parent
+        backend._call("saving", backend._write, ([rec(1)], None))
+        return 0 if backend._call("counting", backend._count, (scope,)) == 2 else 1
+
+    assert in_a_forked_child(child) == 0
+    assert backend.client is parent and parent.ping()
+    assert backend._call("counting", backend._count, (scope,)) == 2
+    asyncio.run(backend.close())
+
+
+async def test_purge_merges_the_erased_documents_away(os_cfg: dict):
+    """Lucene keeps a deleted (or overwritten) document in its segment until a merge, and a
+    retention lease keeps it past a merge until the lease renews (about 30 s): ``purge`` waits
+    for the lease and merges again, so no deleted document is left."""
+    memory = LongTermMemory(backend="opensearch", backend_config=os_cfg)
+    for i in range(3):
+        await memory.add_session_to_memory(make_session(f"s{i}", turns=[("user", f"purged secret {i}")]))
+    assert await memory.delete_memory(app_name="app", user_id="u1", session_id="s0") == 1
+    backend = memory.backend_instance
+    stats = lambda: backend.client.indices.stats(index=backend.index)["indices"][backend.index]["total"]  # noqa: E731
+    assert stats()["docs"]["deleted"] >= 1  # the erased record's old version, text and all, in a segment
+    await asyncio.get_running_loop().run_in_executor(None, backend._call, "purging", backend._purge, ())
+    assert stats()["docs"]["deleted"] == 0
+    segments = backend.client.indices.segments(index=backend.index)["indices"][backend.index]["shards"]
+    assert [len(copy["segments"]) for shard in segments.values() for copy in shard] == [1]
+    assert await memory.count(app_name="app", user_id="u1") == 2
+    assert [
+        m.content.parts[0].text
+        for m in (await memory.search_memory(app_name="app", user_id="u1", query="purged secret 1")).memories
+    ][0] == "purged secret 1"
     await memory.close()

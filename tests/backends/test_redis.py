@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -312,3 +313,157 @@ async def test_a_save_leaves_out_events_the_ledger_holds_when_its_script_runs(
     assert await memory.count(app_name="app", user_id="u1") == 0
     assert (await memory.add_session_to_memory(session, reconsider=True)).saved == 3  # on purpose: back
     await memory.close()
+
+
+# -- prefixes of several segments ----------------------------------------------------------------
+
+#: (prefix, index) pairs whose keys would overlap in a naive ``prefix index:`` layout: the second's
+#: namespace starts with the first's, or its records' keys fall under the first's RediSearch PREFIX.
+OVERLAPPING = [
+    (("{p}:", "i"), ("{p}:i:m:", "i")),  # a one-segment store, and a prefix under its ``p:i:m:`` PREFIX
+    (("{p}:a:", "mem"), ("{p}:a:mem:", "m")),  # ``p:a:mem:m:`` against ``p:a:`` + ``mem`` + ``:m:``
+    (("{p}:", "a"), ("{p}:a:", "a")),  # one a prefix of the other
+]
+
+
+@pytest.mark.parametrize("pair", OVERLAPPING, ids=["legacy-under-prefix", "nested", "prefix-of-prefix"])
+async def test_stores_with_prefixes_of_several_segments_never_see_each_others_keys(redis_cfg: dict, pair):
+    """Same app, user, session and event ids (so the same record ids) in two stores whose
+    prefixes overlap: saves, searches, counts, scopes, indices and ledgers stay apart, and
+    erasing one leaves the other whole. Today's main refuses ``myapp:memory:`` outright."""
+    import uuid
+
+    p = f"t{uuid.uuid4().hex[:8]}"
+    stores = []
+    for prefix, index in pair:
+        cfg = {"url": redis_cfg["url"], "prefix": prefix.format(p=p), "index": index}
+        stores.append(LongTermMemory(backend="redis", backend_config=cfg))
+    words = ("alpha", "omega")
+    turns = lambda w: [("user", f"shared {w} fact {i}") for i in range(3)]  # noqa: E731
+    for memory, word in zip(stores, words, strict=True):
+        assert (await memory.add_session_to_memory(make_session(turns=turns(word)))).saved == 3
+
+    async def texts(memory: LongTermMemory) -> set[str]:
+        found = await memory.search_memory(app_name="app", user_id="u1", query="shared fact alpha omega")
+        return {m.content.parts[0].text for m in found.memories}
+
+    for memory, word, (_, index) in zip(stores, words, pair, strict=True):
+        assert await texts(memory) == {f"shared {word} fact {i}" for i in range(3)}
+        assert await memory.count(app_name="app", user_id="u1") == 3
+        assert await memory.scopes() == [("app", "u1", 3)]
+        assert await memory.indices() == [index]
+    # Erase the first: the second keeps every memory, and its ledger still holds its own events.
+    assert await stores[0].delete_memory(app_name="app", user_id="u1") == 3
+    assert await stores[0].count(app_name="app", user_id="u1") == 0
+    assert await stores[0].scopes() == []
+    assert await texts(stores[1]) == {f"shared omega fact {i}" for i in range(3)}
+    assert await stores[1].count(app_name="app", user_id="u1") == 3
+    assert (await stores[1].add_session_to_memory(make_session(turns=turns("omega")))).saved == 0
+    # And the other way round, with the first saved again.
+    assert (await stores[0].add_session_to_memory(make_session(turns=turns("alpha")), reconsider=True)).saved == 3
+    assert await stores[1].delete_memory(app_name="app", user_id="u1") == 3
+    assert await texts(stores[0]) == {f"shared alpha fact {i}" for i in range(3)}
+    for memory in stores:
+        await memory.close()
+
+
+def test_prefixes_of_several_segments_are_accepted_and_keys_keep_one_layout_each():
+    assert RedisConfig(prefix="myapp:memory:").prefix == "myapp:memory:"
+    assert RedisBackend(prefix="myapp:memory:", index="travel").ns == "myapp:memory:{travel}:"
+    assert RedisBackend(prefix="longterm:", index="travel").ns == "longterm:travel:"  # the previous release's
+    for bad in ("myapp:memory", "my{app}:", "a::", ":"):
+        with pytest.raises(ConfigurationError, match="prefix"):
+            LongTermMemory(backend="redis", backend_config={"prefix": bad})
+
+
+# -- fork --------------------------------------------------------------------------------------
+
+
+def in_a_forked_child(child: Callable[[], int], seconds: float = 15.0) -> int:
+    """Run ``child`` in an ``os.fork()`` child; its exit code (``child``'s return), killed past ``seconds``."""
+    import os
+    import signal
+    import time
+
+    pid = os.fork()
+    if pid == 0:  # the child: never return into pytest
+        code = 99
+        try:
+            code = child()
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    raise AssertionError(f"the forked child did not finish within {seconds:g} s (a hang)")
+
+
+def test_after_fork_the_child_opens_its_own_connections_and_the_parents_stay_good(redis_cfg: dict):
+    """A memory used, then fork: the child (after the hook) saves and counts on connections of
+    its own; the parent's pooled connections were neither closed nor shared, and still answer."""
+    import asyncio as aio
+
+    backend = RedisBackend(**redis_cfg)
+    from longterm.records import MemoryRecord, Scope, record_id
+
+    def rec(i: int) -> MemoryRecord:
+        return MemoryRecord(
+            id=record_id("app", "u1", "s", f"e{i}"), app_name="app", user_id="u1", session_id="s",
+            event_id=f"e{i}", role="user", text=f"forked fact {i}", timestamp=float(i),
+        )  # fmt: skip
+
+    scope = Scope(app_name="app", user_id="u1")
+    backend._call("saving", backend._write, ([rec(0)], None))
+    parent_pool = backend._r.connection_pool
+    before = set(map(id, parent_pool._connections))
+
+    def child() -> int:
+        backend._forget_after_fork()
+        assert backend._r.connection_pool is not parent_pool
+        backend._call("saving", backend._write, ([rec(1)], None))
+        return 0 if backend._call("counting", backend._count, (scope,)) == 2 else 1
+
+    assert in_a_forked_child(child) == 0
+    assert set(map(id, parent_pool._connections)) == before  # nothing of the parent's was touched
+    assert backend._call("counting", backend._count, (scope,)) == 2
+    assert backend._r.ping()
+    aio.run(backend.close())
+
+
+# -- purge ---------------------------------------------------------------------------------------
+
+
+async def test_purge_rewrites_the_aof_so_erased_words_leave_the_files(tmp_path: Path):
+    """Redis appends every write to its AOF: an erased memory's words stay in the file until the
+    AOF is rewritten. ``purge`` rewrites it (and waits): then no file of the server holds them."""
+    server = RedisServer(persist=True)
+    server.start(tmp_path)
+    try:
+        memory = LongTermMemory(backend="redis", backend_config={"url": server.url})
+        await memory.add_session_to_memory(make_session(turns=[("user", "my pin is zqxjvorpal")]))
+        await memory.add_session_to_memory(make_session("s2", turns=[("user", "I keep bees")]))
+        assert await memory.delete_memory(app_name="app", user_id="u1", session_id="s1") == 1
+
+        def files_with(word: bytes) -> list[str]:
+            return [str(f) for f in tmp_path.rglob("*") if f.is_file() and word in f.read_bytes()]
+
+        assert files_with(b"zqxjvorpal")  # what the erase left behind
+        await memory.backend_instance._run("purging", memory.backend_instance._purge)
+        assert files_with(b"zqxjvorpal") == []
+        await memory.close()
+        server.kill()  # what was not erased is still persisted: a crash and a restart keep it
+        server.restart()
+        again = LongTermMemory(backend="redis", backend_config={"url": server.url})
+        assert await again.count(app_name="app", user_id="u1") == 1
+        assert [
+            m.content.parts[0].text
+            for m in (await again.search_memory(app_name="app", user_id="u1", query="bees")).memories
+        ] == ["I keep bees"]
+        await again.close()
+    finally:
+        server.stop()

@@ -40,9 +40,11 @@ def _stack_dir() -> Path:
 class RedisServer:
     name = "redis"
 
-    def __init__(self, *, persist: bool = False, modules: bool = True) -> None:
+    def __init__(self, *, persist: bool = False, modules: bool = True, args: tuple[str, ...] = ()) -> None:
+        """``args``: more ``redis-server`` arguments (``("--replicaof", "127.0.0.1", "6379")``)."""
         self.persist = persist
         self.modules = modules
+        self.args = args
         self.port = 0
         self.proc: subprocess.Popen | None = None
         self.workdir: Path | None = None
@@ -57,6 +59,7 @@ class RedisServer:
         options = {"port": self.port, "bind": "127.0.0.1", "save": "", "dir": workdir, "protected-mode": "yes"}
         options |= {"appendonly": "yes" if self.persist else "no", "appendfsync": "always"}
         cmd = [str(stack / "bin" / "redis-server"), *(x for k, v in options.items() for x in (f"--{k}", str(v)))]
+        cmd += self.args
         if self.modules:
             cmd += [x for lib in ("redisearch.so", "rejson.so") for x in ("--loadmodule", str(stack / "lib" / lib))]
         with open(workdir / "redis.log", "ab") as log:  # the server keeps its own copy of the descriptor

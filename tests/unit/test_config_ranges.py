@@ -17,8 +17,8 @@ BAD = [
     ("redis", {"socket_timeout": math.inf}, "socket_timeout"),
     ("redis", {"max_connections": -3}, "max_connections"),
     ("redis", {"port": 0}, "port"),
-    # A prefix is one segment and one ':': "P:" with index "a" would read "P:a:m:..." keys of another store.
-    ("redis", {"prefix": "P:a:m:"}, "prefix"),
+    # A prefix is segments each ending in one ":"; an empty segment is refused.
+    ("redis", {"prefix": "a::"}, "prefix"),
     ("redis", {"prefix": "Plt"}, "prefix"),
     ("redis", {"prefix": ""}, "prefix"),
     ("opensearch", {"timeout": 0}, "timeout"),
