@@ -272,7 +272,8 @@ class OpenSearchBackend(Engine):
 
     def _nearest(self, scope: Scope, vector: np.ndarray, k: int) -> list[tuple[MemoryRecord, float]]:
         knn = {"vector": vector.astype(np.float32).tolist(), "k": k, "filter": self._scope(scope)}
-        return self._scored({"size": k, "query": {"knn": {"embedding": knn}}})
+        # Lucene's cosinesimil scores (1 + cos) / 2; the core takes cosine, as every engine gives it.
+        return [(r, 2.0 * s - 1.0) for r, s in self._scored({"size": k, "query": {"knn": {"embedding": knn}}})]
 
     def _count_of(self, query: dict[str, Any]) -> int:
         resp = self.client.count(index=self.index, body={"query": query})

@@ -112,3 +112,38 @@ def test_min_score_keeps_the_same_memories_everywhere(by_engine, engine: str, th
         kept_local = {t for t, s in by_engine["local"][q] if s >= threshold}
         kept_other = {t for t, s in by_engine[engine][q] if s >= threshold}
         assert kept_local == kept_other, q
+
+
+HYBRID = ["local", "redis", "opensearch", "qdrant-edge"]
+
+
+@pytest.fixture(scope="module")
+def hybrid_by_engine(
+    services, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, dict[str, list[tuple[str, float]]]]:
+    """The same with vectors (a deterministic embedder): the vector arm's cosine joins the score."""
+    import asyncio
+
+    root = tmp_path_factory.mktemp("hybrid-scores")
+    embedder = {"name": "hashing", "dim": 64}
+
+    async def answers(engine: str) -> dict[str, list[tuple[str, float]]]:
+        provider = services(engine)
+        config = {**provider.config(root / engine), "embedder": embedder}
+        memory = LongTermMemory(backend=provider.name, backend_config=config, app_name="app")
+        try:
+            await memory.add(CORPUS, user_id="ann", session_id="s1")
+            return {q: [(h.text, h.score or 0.0) for h in await memory.search(q, user_id="ann")] for q in QUESTIONS}
+        finally:
+            await memory.close()
+
+    return {e: asyncio.run(answers(e)) for e in HYBRID}
+
+
+@pytest.mark.parametrize("engine", HYBRID[1:])
+def test_with_vectors_each_top_hit_scores_within_a_tenth_of_local(hybrid_by_engine, engine: str):
+    local, other = hybrid_by_engine["local"], hybrid_by_engine[engine]
+    for q in QUESTIONS:
+        top_local = local[q][0][1] if local[q] else 0.0
+        top_other = other[q][0][1] if other[q] else 0.0
+        assert abs(top_local - top_other) <= 0.1, (q, local[q][:1], other[q][:1])
