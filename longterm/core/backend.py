@@ -15,9 +15,10 @@ What every backend promises:
 - ``search`` never raises for odd query text (quotes, operators, an empty string); an
   empty or term-less query returns no hits.
 
-Optional hooks, looked up with ``getattr``: ``scopes()`` (list (app, user) pairs, for
-stats), ``from_config(config, root)`` (build from ``backend_config``; otherwise the class
-is called with ``**config``), ``store_id`` (the store's identity, for a side ledger).
+Optional hooks, looked up with ``getattr``: ``scopes()`` ((app, user, count) of every user,
+for stats and migrate), ``indices()`` (the index names of the store holding records),
+``from_config(config, root)`` (build from ``backend_config``; otherwise the class is called
+with ``**config``), ``store_id`` (the store's identity, for a side ledger).
 """
 
 from __future__ import annotations

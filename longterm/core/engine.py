@@ -28,7 +28,15 @@ ledger's ``saved``/``mark_saved``) and owns, once for every engine:
   answers from full text too, saying so in every hit (``longterm migrate`` into a new
   index adds the vectors);
 - **error classification**: each engine lists ``Rule``s (``core.errors``); only
-  ``LongTermMemoryError``s leave the core.
+  ``LongTermMemoryError``s leave the core;
+- **fork**: in a child of ``os.fork`` (``multiprocessing``'s default on Linux) every live
+  engine gets new worker threads, locks and a fresh ``_prepared`` (``_after_fork``, run by
+  ``os.register_at_fork`` and never on a save or a search), and forgets what it inherited
+  (``_forget_after_fork``): the child opens connections of its own and never touches the
+  parent's; an embedded store that serves one process refuses there with a clear error;
+- **lifetimes**: nothing the core starts keeps a dropped engine alive (the background
+  embedder holds it weakly), so its threads end; an engine holding an embedded lock
+  releases it from a ``weakref.finalize`` of its own.
 
 Why so (kombu's virtual transport is the model): five engines wrote this machinery five
 times and drifted; a primitive is small enough for a stranger to implement and test.
@@ -37,11 +45,14 @@ times and drifted; a primitive is small enough for a stranger to implement and t
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import functools
 import json
 import logging
+import os
 import sys
 import threading
+import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -69,9 +80,41 @@ LATER_RETRY = 30.0
 #: Meta key under which a store remembers the embedder that wrote its vectors.
 EMBEDDER_KEY = "embedder"
 
+
+def _embed_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="longterm-embed")
+
+
 #: Embedding runs here, apart from the engines' threads: a model busy with a long save
 #: must not hold up an engine's searches. Embedders are thread-safe (see retrieval.embedders).
-_EMBED_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="longterm-embed")
+_EMBED_POOL = _embed_pool()
+#: Every engine alive in this process, for ``_after_fork_in_child`` (weakly: never keeps one alive).
+_LIVE: weakref.WeakSet[Engine] = weakref.WeakSet()
+#: What a forked child inherited and must neither use nor release (see ``keep``).
+ORPHANS: list[Any] = []
+
+
+def keep(obj: Any) -> None:
+    """In a forked child: keep ``obj`` (inherited from the parent) for the process's life, never
+    destroyed, not even at exit: its destructor would close, flush or unlock what the parent still
+    uses (a client's sockets, a store's files and locks)."""
+    if obj is not None:
+        ORPHANS.append(obj)
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+
+
+def _after_fork_in_child() -> None:
+    """``os.register_at_fork(after_in_child=...)``: the child has only the thread that forked;
+    whatever waited on the parent's other threads would wait forever. New pools and locks."""
+    global _EMBED_POOL
+    keep(_EMBED_POOL)
+    _EMBED_POOL = _embed_pool()
+    for engine in list(_LIVE):
+        engine._after_fork()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @dataclass(frozen=True)
@@ -117,23 +160,44 @@ class Engine:
         """Largest record a save accepts, as ``_record_bytes`` counts it; a larger one fails the save."""
         self.hybrid = Hybrid(**hybrid)
         self.embedder: Embedder | None = self.hybrid.embedder
-        self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix=f"longterm-{self.name}")
-        self._prepare_lock = threading.Lock()
-        self._prepared = False
+        self._workers = max(1, workers)
         self._closed = False
-        self._busy = threading.Condition()
-        self._active = 0
-        """Primitives running now (``_call``); ``_shut`` waits for them to end."""
+        self._threads()
         self.vectors_off: str | None = None
         """Why this store answers from full text although an embedder is configured."""
         self.embed_later = (
             embed_later and self.embedder is not None and type(self)._unembedded is not Engine._unembedded
         )
         """Save text only and embed in the background (engines without the two primitives embed on the save path)."""
+        self._stopping = False
+        _LIVE.add(self)
+
+    def _threads(self) -> None:
+        """What lives in this process only: the worker pool, the locks, the background embedder's
+        state; ``_prepared`` False (``_open`` runs before the next call). Made anew after a fork."""
+        self._pool = ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix=f"longterm-{self.name}")
+        self._prepare_lock = threading.Lock()
+        self._prepared = False
+        self._busy = threading.Condition()
+        self._active = 0
+        """Primitives running now (``_call``); ``_shut`` waits for them to end."""
         self._wake = threading.Event()
         self._later_lock = threading.Lock()
         self._later: threading.Thread | None = None
-        self._stopping = False
+
+    def _after_fork(self) -> None:
+        """In a forked child (see ``_after_fork_in_child``): new threads and locks, the side ledger's
+        and the engine's inherited connections forgotten (``_forget_after_fork``), never closed."""
+        keep(self._pool)  # its threads are not in this process: never join them
+        self._threads()
+        if self.side_ledger is not None:
+            self.side_ledger.forget()
+        try:
+            self._forget_after_fork()
+        except Exception:  # the child must go on; the engine's next call says what is wrong
+            log.warning(
+                "%s %s: forgetting the parent's connections after fork failed", self.name, self.where, exc_info=True
+            )
 
     side_ledger: SideLedger | None = None
     """Where the ledger and meta live when the engine cannot keep them (closed with it)."""
@@ -320,7 +384,12 @@ class Engine:
                 )
             self._prepared = True
             if self.embed_later and not self.vectors_off and self._later is None:
-                self._later = threading.Thread(target=self._embed_loop, name=f"longterm-{self.name}-embed", daemon=True)
+                args = (weakref.ref(self), self._wake)
+                self._later = threading.Thread(
+                    target=_embed_loop, args=args, name=f"longterm-{self.name}-embed", daemon=True
+                )
+                # A dropped engine's embedder wakes and ends (at exit, daemon threads just stop).
+                weakref.finalize(self, self._wake.set).atexit = False
                 self._later.start()
                 self._wake.set()  # what an earlier run left unembedded, too
 
@@ -409,23 +478,16 @@ class Engine:
                 self._pool.submit(self._call, "saving vectors", self._write_vectors, args).result(self.timeout)
             return len(batch)
 
-    def _embed_loop(self) -> None:
-        """The background thread of ``embed_later``: woken by saves, drains the list, retries failures."""
-        retry: float | None = None
-        while True:
-            self._wake.wait(retry)
-            self._wake.clear()
-            if self._stopping:
-                return
-            try:
-                while self._embed_batch() and not self._stopping:
-                    pass
-                retry = None
-            except BaseException as exc:  # the list stays in the store: the next wake resumes it
-                if self._stopping:
-                    return
-                retry = LATER_RETRY
+    def _embed_pass(self) -> float | None:
+        """One wake of the background embedder: drain the list; seconds until a retry (None: none)."""
+        try:
+            while self._embed_batch() and not self._stopping:
+                pass
+            return None
+        except BaseException as exc:  # the list stays in the store: the next wake resumes it
+            if not self._stopping:
                 log.warning("%s %s: embedding saved memories failed (%s); retrying", self.name, self.where, exc)
+            return LATER_RETRY
 
     async def embed_backlog(self) -> int:
         """With ``embed_later``: embed now whatever is saved without vectors; return how many.
@@ -607,6 +669,21 @@ class Engine:
             close = getattr(self.embedder, "close", None)
             if callable(close):
                 close()
+
+
+def _embed_loop(ref: weakref.ref[Engine], wake: threading.Event) -> None:
+    """The background thread of ``embed_later``: woken by saves, drains the list, retries failures.
+
+    It holds its engine weakly between wakes: a dropped engine's thread ends (its finalizer wakes it)."""
+    retry: float | None = None
+    while True:
+        wake.wait(retry)
+        wake.clear()
+        engine = ref()
+        if engine is None or engine._stopping:
+            return
+        retry = engine._embed_pass()
+        del engine
 
 
 def unsaved(

@@ -57,6 +57,8 @@ INSERT_SAVED = (
     "INSERT OR IGNORE INTO side_ledger (store, app_name, user_id, session_id, event_id, saved_at) "
     "VALUES (?, ?, ?, ?, ?, ?)"
 )
+SELECT_META_ALL = "SELECT store, value FROM side_meta WHERE key = ?"
+ANY_SAVED = "SELECT 1 FROM side_ledger WHERE store = ? LIMIT 1"
 SELECT_META = "SELECT value FROM side_meta WHERE store = ? AND key = ?"
 T = TypeVar("T")
 
@@ -118,11 +120,30 @@ class SideLedger:
 
         self._with(w)
 
+    def meta_everywhere(self, key: str) -> dict[str, str]:
+        """``key``'s value for every store this file holds rows of, by store identity."""
+        rows = self._with(lambda conn: conn.execute(SELECT_META_ALL, (key,)).fetchall())
+        return {str(store): str(value) for store, value in rows}
+
+    def holds(self) -> bool:
+        """Whether this store's ledger has any entry."""
+        row = self._with(lambda conn: conn.execute(ANY_SAVED, (self.store_id,)).fetchone())
+        return row is not None
+
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+    def forget(self) -> None:
+        """In a forked child: drop the parent's connection unclosed (SQLite forbids using one across
+        a fork; closing it could touch the parent's locks), and a new lock; the next call connects anew."""
+        from .engine import keep
+
+        if self._conn is not None:
+            keep(self._conn)
+        self._conn, self._lock = None, threading.Lock()
 
 
 class MemoryLedger:

@@ -1,11 +1,14 @@
 """Qdrant-specific behaviour of both engines (qdrant-edge, and qdrant-client in local mode):
-the embedded single-process lock, hybrid fusion modes, embedder identity, the ledger inside
-the store, erasing, closing, configuration. (No Qdrant server runs on this machine: the url
-path is exercised only against a closed port; see README.)"""
+the embedded single-process lock (and its release when a memory is dropped unclosed), hybrid
+fusion modes, embedder identity, the ledger inside the store, erasing, closing, configuration.
+(No Qdrant server runs on this machine: the url path is exercised only against a closed port;
+see README.)"""
 
 from __future__ import annotations
 
 import asyncio
+import gc
+import os
 import subprocess
 import sys
 import threading
@@ -260,3 +263,47 @@ async def test_an_index_name_of_300_characters_works_and_stays_apart(tmp_path: P
     res = await first.search_memory(app_name="app", user_id="u1", query="bees")
     assert [m.content.parts[0].text for m in res.memories] == ["I keep bees"]
     await first.close()
+
+
+def _threads_and_files(under: Path) -> tuple[set[threading.Thread], list[str]]:
+    """This process's longterm threads, and its descriptors open on files under ``under``."""
+    names = {t for t in threading.enumerate() if t.name.startswith("longterm-") and "embed" not in t.name}
+    fds = Path("/proc/self/fd")
+    files = []
+    for fd in fds.iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith(str(under.resolve())):
+            files.append(target)
+    return names, files
+
+
+def _until(check, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+        gc.collect()  # what the ended threads held may be in cycles: the collector runs, as it would
+    return check()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_dropped_memory_releases_the_store_its_threads_and_files(tmp_path: Path, engine: str):
+    """A notebook cell run twice: the first memory, never closed, is dropped and a new one opens the
+    same path in the same process (it used to hear "open in another process" until a restart)."""
+    path = tmp_path / "q"
+    threads_before, _ = _threads_and_files(path)
+    memory = _memory(path, engine)
+    memory.add_session_to_memory_sync(make_session())
+    assert asyncio.run(memory.count(app_name="app", user_id="u1")) == 1
+    del memory
+    gc.collect()
+    assert _until(lambda: _threads_and_files(path) == (threads_before, [])), _threads_and_files(path)
+    again = _memory(path, engine)
+    assert again.count_sync(app_name="app", user_id="u1") == 1
+    assert again.search_memory_sync(app_name="app", user_id="u1", query="hiking").memories
+    again.close_sync()
+    assert _until(lambda: _threads_and_files(path) == (threads_before, [])), _threads_and_files(path)

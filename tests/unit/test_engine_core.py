@@ -2,16 +2,22 @@
 counts what the engine stores (and mem0 the text its one embedding represents), a side
 ledger serves the engines that keep none, whenever it is set, and closes with the engine
 even when the engine's own close fails; an engine wrapping the default save without a
-ledger hears what to implement instead of recursing."""
+ledger hears what to implement instead of recursing; a dropped memory's threads end and its
+files close."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import os
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from longterm import InvalidInputError
+from longterm import InvalidInputError, LongTermMemory
 from longterm.backends.local import LocalBackend
 from longterm.backends.mem0 import Mem0Backend
 from longterm.core.engine import Engine
@@ -19,6 +25,7 @@ from longterm.core.ledger import SideLedger
 from longterm.errors import BackendError
 from longterm.records import MemoryRecord, Scope, record_id
 from longterm.retrieval.embedders import HashingEmbedder
+from tests.conftest import make_session
 from tests.test_kit_example import dict_backend
 
 S = Scope(app_name="a", user_id="u")
@@ -85,3 +92,40 @@ async def test_a_side_ledger_set_before_the_cores_init_serves_and_closes_with_th
     await failing.mark_saved(S, "s", ["e"])
     await failing.close()
     assert failing.side_ledger is not None and failing.side_ledger._conn is None
+
+
+def _longterm_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name.startswith("longterm-") and t.name != "longterm-embed_0"}
+
+
+def _files_under(path: Path) -> list[str]:
+    found = []
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith(str(path.resolve())):
+            found.append(target)
+    return found
+
+
+@pytest.mark.parametrize("embed_later", [False, True])
+def test_a_dropped_local_memory_ends_its_threads_and_closes_its_files(tmp_path: Path, embed_later: bool) -> None:
+    """A memory used from the sync wrappers and async code, then dropped unclosed: its worker, its
+    sync loop and its background embedder end, and its files are closed (they used to stay)."""
+    before = _longterm_threads()
+    backend = LocalBackend(tmp_path / "m.db", embedder=HashingEmbedder(32), embed_later=embed_later)
+    memory = LongTermMemory(backend=backend)
+    del backend
+    memory.add_session_to_memory_sync(make_session())
+    assert asyncio.run(memory.count(app_name="app", user_id="u1")) == 1
+    assert len(_longterm_threads() - before) >= (3 if embed_later else 2)
+    del memory
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while (_longterm_threads() - before or _files_under(tmp_path)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        gc.collect()  # what the ended threads held may be in cycles: the collector runs, as it would
+    assert not {t.name for t in _longterm_threads() - before}
+    assert not _files_under(tmp_path)

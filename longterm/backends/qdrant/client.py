@@ -6,13 +6,17 @@ local mode on ``path`` (``engine="local"``; one thread). ``from_config`` picks a
 one is configured, else an embedded store on ``path``: qdrant-edge (``edge.py``) or local mode.
 
 Why the ledger is a collection, ``<collection>.ledger``: it lives and dies with the store, on
-a server and in local mode alike (docs/backends.md). **Not tested against a Qdrant server**:
-none runs where this is built; the server path is local mode's client calls.
+a server and in local mode alike (docs/backends.md); the index's logical name is a meta point
+there (``_indices``). In local mode every index on a path shares this process's one client of
+it (``common.local_client``), released when the last engine on it closes or is dropped.
+**Not tested against a Qdrant server**: none runs where this is built; the server path is
+local mode's client calls.
 """
 
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,10 +25,23 @@ import numpy as np
 
 from ...config import env, parse_backend_config, redact_url
 from ...config.backends import QdrantConfig, resolve_qdrant_url
-from ...core.engine import Engine
+from ...core.engine import Engine, keep
 from ...errors import ConfigurationError, require
 from ...records import MemoryRecord, Scope
-from .common import DENSE, SCOPE_FIELDS, SPARSE, QdrantEngine, collection_name, name_id
+from .common import (
+    DENSE,
+    INDEX_KEY,
+    SCOPE_FIELDS,
+    SPARSE,
+    QdrantEngine,
+    Serial,
+    Shared,
+    collection_name,
+    local_client,
+    name_id,
+    physical_prefix,
+    release_local,
+)
 
 #: Points per request (a server refuses very large request bodies).
 BATCH = 256
@@ -50,6 +67,7 @@ class QdrantBackend(QdrantEngine):
             raise ConfigurationError("the qdrant backend needs a server url or an embedded path.")
         self.url, self.api_key = url, api_key
         self.path = None if url else str(Path(str(path)).expanduser())
+        self.index, self.prefix = index, prefix
         self.collection = collection_name(prefix, index)
         self.ledger = f"{self.collection}.ledger"
         where = redact_url(url) if url else str(self.path)
@@ -57,6 +75,9 @@ class QdrantBackend(QdrantEngine):
         store_id = f"qdrant:{where}#{self.collection}"
         super().__init__(where=where, store_id=store_id, workers=workers, timeout=deadline, **hybrid)
         self._client: Any = None
+        self._shared: Shared | None = None
+        self._release: weakref.finalize[Any, Any] | None = None
+        """Closes the client (local mode: one user fewer of the path's) on close, or once dropped."""
 
     @classmethod
     def from_config(cls, config: dict[str, Any], *, root: Path) -> Engine:
@@ -74,19 +95,26 @@ class QdrantBackend(QdrantEngine):
     # -- preparing --------------------------------------------------------------------------
 
     def _open(self) -> None:
+        self._refuse_in_child()
         m = self._m
         if self._client is None and self.url:
             timeout = math.ceil(self.timeout or 10)
-            self._client = self._qc.QdrantClient(
+            client = self._qc.QdrantClient(
                 url=self.url, api_key=self.api_key, timeout=timeout, check_compatibility=False
             )
+            self._client, self._release = client, weakref.finalize(self, client.close)
         elif self._client is None:
-            Path(str(self.path)).mkdir(parents=True, exist_ok=True, mode=0o700)
-            self._client = self._qc.QdrantClient(path=self.path)
+            shared = self._shared = local_client(str(self.path))
+            self._client, self._release = (
+                Serial(shared.client, shared.lock),
+                weakref.finalize(self, release_local, shared),
+            )
         dense = {DENSE: m.VectorParams(size=self.embedder.dim, distance=m.Distance.COSINE)} if self.embedder else {}
         text = {SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)}
         self._create(self.collection, dense, text, SCOPE_FIELDS)
         self._create(self.ledger, {}, None, (*SCOPE_FIELDS, "session_id"))
+        if self._meta_get(INDEX_KEY) != self.index:
+            self._meta_set(INDEX_KEY, self.index)
 
     def _create(self, name: str, vectors: dict[str, Any], sparse: Any, fields: Sequence[str]) -> None:
         c = self._client
@@ -101,9 +129,36 @@ class QdrantBackend(QdrantEngine):
             c.create_payload_index(name, field_name=field, field_schema=self._m.PayloadSchemaType.KEYWORD)
 
     def _close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        if self._release is not None:
+            self._release()
+        self._client = self._shared = self._release = None
+
+    def _forget_after_fork(self) -> None:
+        """A server's client is dropped unclosed (its sockets are the parent's) and made anew; a
+        local-mode store the parent holds refuses from here on (``common.FORKED``)."""
+        if self._release is not None:
+            self._release.detach()
+        if self._client is not None and self._shared is not None:
+            self._forked = self._forked_error()
+        elif self._client is not None:
+            keep(self._client)
+        self._client = self._shared = self._release = None
+
+    def _indices(self) -> list[str]:
+        """Every collection of this prefix holding points, by the logical name its ledger keeps
+        (a collection made before it kept one: its name less the prefix)."""
+        head, found = physical_prefix(self.prefix), []
+        names = {c.name for c in self._client.get_collections().collections}
+        for name in sorted(names):
+            if not name.startswith(head) or name.endswith(".ledger") or not self._client.count(name).count:
+                continue
+            meta = (
+                self._client.retrieve(f"{name}.ledger", [name_id("meta", INDEX_KEY)])
+                if f"{name}.ledger" in names
+                else []
+            )
+            found.append(str(meta[0].payload["value"]) if meta else name[len(head) :])
+        return found
 
     # -- hooks ------------------------------------------------------------------------------
 

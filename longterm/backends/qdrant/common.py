@@ -8,21 +8,37 @@ hooks with their client (``_has_id``, ``_query``, ``_rrf``, ``_scroll``, ``_coun
 point ids the record ids read as UUIDs, the record in the payload, a sparse BM25 vector
 (computed on the engine's thread) and, with an embedder, a dense one. The scope is always
 a structured payload filter, never string matching.
+
+Both list their users (``_scopes``: one scroll of the index) and their indices
+(``_indices``): an index keeps its logical name (``backend_config["index"]``) beside it, since
+collection and directory names are sanitised; one made before that is listed by its physical
+name.
+
+Lifetimes and fork: an embedded store is released when its engine is dropped (a
+``weakref.finalize``, not ``__del__``). qdrant-client's local mode allows one client per path
+in a process, so every index on a path shares one (``local_client``, calls serialised). A
+forked child must not use the embedded store its parent holds (``FORKED`` says why): its next
+call raises; a client of a Qdrant server is dropped there unclosed and the child connects anew.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import threading
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ...core.engine import Engine, Query
+from ...core.engine import Engine, Query, keep
 from ...core.errors import Rule
 from ...core.scope import safe_name
-from ...errors import BackendError, BackendUnavailableError, ConfigurationError
+from ...errors import BackendError, BackendUnavailableError, ConfigurationError, require
 from ...records import Hit, MemoryRecord, Scope, parse_record
 from ...retrieval.sparse import document_vector, query_vector
 
@@ -36,6 +52,18 @@ ANOTHER_PROCESS = (
     "The embedded store is open in another process (one process per path). Use a Qdrant server "
     "(backend_config={'url': ...}) to share it, or another path."
 )
+#: A forked child's next call on an embedded store its parent holds. Why not open it afresh in
+#: the child: the parent holds the store's exclusive lock (the child would be refused as another
+#: process), and writing through the inherited handles would mix two processes' writes in one
+#: write-ahead log and its segments, the parent's in-memory state unaware of them.
+FORKED = (
+    "the embedded Qdrant store at {where} is open in the parent process (pid {pid}) and an embedded store "
+    "serves one process: this memory cannot be used in a forked child. Open a new LongTermMemory in the child "
+    "after the fork (on another path, or once the parent has closed its own), or use a Qdrant server "
+    "(backend_config={{'url': ...}}) to share one store between processes."
+)
+#: The meta key under which an index keeps its logical name (physical names are sanitised).
+INDEX_KEY = "index"
 
 
 def _status(*codes: int) -> Callable[[BaseException], bool]:
@@ -73,6 +101,107 @@ def name_id(*parts: str) -> str:
     return str(uuid.uuid5(_NAMES, json.dumps(parts)))
 
 
+def physical_prefix(prefix: str) -> str:
+    """How ``prefix`` begins the collection names ``collection_name`` makes of it."""
+    return re.sub("[^A-Za-z0-9_-]", "_", prefix)
+
+
+class Shared:
+    """One qdrant-client local-mode client of a path, shared by this process's engines on it;
+    ``lock`` serialises calls (local mode is not made for threads)."""
+
+    def __init__(self, key: str, client: Any) -> None:
+        self.key, self.client, self.lock, self.users = key, client, threading.RLock(), 0
+
+
+class Serial:
+    """``client``'s methods called one at a time under ``lock``."""
+
+    def __init__(self, client: Any, lock: threading.RLock) -> None:
+        self._client, self._lock = client, lock
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return attr(*args, **kwargs)
+
+        return call
+
+
+_LOCAL: dict[str, Shared] = {}
+_LOCAL_LOCK = threading.Lock()
+
+
+def local_client(path: str | Path) -> Shared:
+    """The local-mode client of ``path`` in this process, made on first use; ``release_local`` it."""
+    qc = require("qdrant_client", package="qdrant-client", extra="qdrant", purpose="Embedded Qdrant")
+    key = os.path.realpath(path)
+    with _LOCAL_LOCK:
+        shared = _LOCAL.get(key)
+        if shared is None:
+            Path(key).mkdir(parents=True, exist_ok=True, mode=0o700)
+            shared = _LOCAL[key] = Shared(key, qc.QdrantClient(path=key))
+        shared.users += 1
+        return shared
+
+
+def release_local(shared: Shared) -> None:
+    """One user fewer; the last one closes the client (and its lock on the path)."""
+    with _LOCAL_LOCK:
+        shared.users -= 1
+        if shared.users > 0:
+            return
+        if _LOCAL.get(shared.key) is shared:
+            del _LOCAL[shared.key]
+    with shared.lock:
+        shared.client.close()
+
+
+def let_go(root: str | Path) -> None:
+    """In a forked child: every descriptor of this process open on a file under ``root`` now points
+    at /dev/null (Linux's /proc/self/fd). A lock goes with the last descriptor of its open file, so
+    the child holds none of the store's (the parent's close then frees the path); the objects holding
+    the numbers stay valid and never reach the store's files again. Elsewhere: nothing."""
+    fds = Path("/proc/self/fd")
+    if not fds.is_dir():
+        return
+    base = os.path.realpath(root)
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        for entry in list(fds.iterdir()):
+            try:
+                target = os.readlink(entry)
+            except OSError:  # closed meanwhile (the listing's own descriptor)
+                continue
+            if target == base or target.startswith(base + os.sep):
+                os.dup2(null, int(entry.name), inheritable=False)
+    finally:
+        os.close(null)
+
+
+def disarm_local(shared: Shared) -> None:
+    """In a forked child: a local-mode client inherited from the parent kept, never closed (its
+    destructor would unlock the parent's lock), its files let go (``let_go``)."""
+    keep(shared.client)
+    let_go(shared.key)
+
+
+def _after_fork_in_child() -> None:
+    global _LOCAL_LOCK
+    for shared in _LOCAL.values():
+        disarm_local(shared)
+    _LOCAL.clear()
+    _LOCAL_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def to_record(payload: dict[str, Any]) -> MemoryRecord:
     """The record a point holds: as JSON under ``RECORD``, or spread out (stores of 0.1)."""
     packed = payload.get(RECORD)
@@ -89,6 +218,16 @@ class QdrantEngine(Engine):
     #: payload key by key, about 15 us each), or the record spread out: what every version reads,
     #: so a server shared by old and new processes during an upgrade (qdrant-client) stays readable.
     packed_payload: ClassVar[bool] = False
+    #: In a forked child whose parent held this embedded store: why it refuses (``FORKED``).
+    _forked: str | None = None
+
+    def _refuse_in_child(self) -> None:
+        """First thing ``_open`` does: a forked child never touches its parent's embedded store."""
+        if self._forked:
+            raise BackendError(self._forked)
+
+    def _forked_error(self) -> str:
+        return FORKED.format(where=self.where, pid=os.getppid())
 
     # -- hooks: each engine spells these with its client -------------------------------------
 
@@ -163,3 +302,13 @@ class QdrantEngine(Engine):
     def _page(self, scope: Scope, cursor: Any, size: int) -> tuple[list[MemoryRecord], Any]:
         points, cursor = self._scroll(self._filter(scope), cursor, size)
         return [to_record(p.payload) for p in points], cursor
+
+    def _scopes(self) -> list[tuple[str, str, int]]:
+        """One scroll of the index, counting its points by (app, user)."""
+        counts: Counter[tuple[str, str]] = Counter()
+        cursor: Any = None
+        while True:
+            points, cursor = self._scroll(None, cursor, 1000)
+            counts.update((str(p.payload["app_name"]), str(p.payload["user_id"])) for p in points)
+            if cursor is None:
+                return [(app, user, n) for (app, user), n in counts.items()]

@@ -7,13 +7,17 @@ embedded Qdrant, orders of magnitude faster than qdrant-client's local mode.
 Why so, in short (at length in docs/backends.md, "qdrant"): the ledger and meta are a
 ``SideLedger`` file in the store's directory (exact lookups, one SQLite transaction each); an
 exclusive ``flock`` refuses a second process at once; a write does not ``flush`` (the shard's
-write-ahead log survives kill -9; flushing cost 60% of a save), the flush runs at close.
+write-ahead log survives kill -9; flushing cost 60% of a save), the flush runs at close, or
+when a memory that was never closed is dropped (a ``weakref.finalize`` flushes, closes and
+unlocks: a notebook cell run twice opens the same path again). Each index's directory keeps its
+logical name in its ledger's meta, for ``_indices``.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,12 +25,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..._sqlite import SQLITE_RULES
+from ...core.engine import keep
 from ...core.errors import Rule
 from ...core.ledger import SideLedger
 from ...errors import BackendError, require
 from ...records import MemoryRecord, Scope
 from ...retrieval.fusion import RRF_K
-from .common import DENSE, RULES, SCOPE_FIELDS, SPARSE, QdrantEngine, collection_name
+from .common import DENSE, INDEX_KEY, RULES, SCOPE_FIELDS, SPARSE, QdrantEngine, collection_name, let_go
 
 LOCK_FILE, SHARD_DIR, LEDGER_FILE = ".longterm.lock", "shard", "ledger.db"
 #: What qdrant-edge says of damaged files (its config, WAL, segments), lower case.
@@ -51,46 +56,104 @@ class QdrantEdgeBackend(QdrantEngine):
             "qdrant_edge", package="qdrant-edge-py", extra="qdrant", purpose="Embedded Qdrant"
         )
         self.path = Path(path).expanduser()
+        self.index = index
         self.root = self.path / collection_name("", index)
         super().__init__(where=str(self.root), store_id=f"qdrant-edge:{self.root.resolve()}", **hybrid)
         # Keyed by a constant: the file is inside the store and follows it when moved.
         self.side_ledger = SideLedger(self.root / LEDGER_FILE, "qdrant-edge")
         self._shard: Any = None
         self._lock_fd: int | None = None
+        self._release: weakref.finalize[Any, Any] | None = None
+        """``_release(shard, fd, ledger)`` on close, or once the engine is dropped unclosed."""
 
     def _open(self) -> None:
+        self._refuse_in_child()
         if self._shard is not None:
             return
-        e, shard_dir = self._e, self.root / SHARD_DIR
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: see common.RULES
-            if shard_dir.exists() and any(shard_dir.iterdir()):
-                shard = e.EdgeShard.load(str(shard_dir))
-            else:
-                dim = self.embedder.dim if self.embedder else 0
-                dense = {DENSE: e.EdgeVectorParams(size=dim, distance=e.Distance.Cosine)} if dim else {}
-                text = {SPARSE: e.EdgeSparseVectorParams(modifier=e.Modifier.Idf)}
-                shard = e.EdgeShard.create(str(shard_dir), e.EdgeConfig(vectors=dense, sparse_vectors=text))
-                for field in SCOPE_FIELDS:
-                    shard.update(e.UpdateOperation.create_field_index(field, e.PayloadSchemaType.Keyword))
-                shard.flush()
+            shard = self._load(self.root / SHARD_DIR)
         except BaseException:
             os.close(fd)  # releases the lock
             raise
         self._shard, self._lock_fd = shard, fd
+        self._release = weakref.finalize(self, _release, shard, fd, self._side())
+        if self._side().meta_get(INDEX_KEY) != self.index:
+            self._side().meta_set(INDEX_KEY, self.index)
+
+    def _load(self, shard_dir: Path) -> Any:
+        """The shard in ``shard_dir``, made first when there is none (call with the lock held)."""
+        e = self._e
+        if shard_dir.exists() and any(shard_dir.iterdir()):
+            return e.EdgeShard.load(str(shard_dir))
+        dim = self.embedder.dim if self.embedder else 0
+        dense = {DENSE: e.EdgeVectorParams(size=dim, distance=e.Distance.Cosine)} if dim else {}
+        text = {SPARSE: e.EdgeSparseVectorParams(modifier=e.Modifier.Idf)}
+        shard = e.EdgeShard.create(str(shard_dir), e.EdgeConfig(vectors=dense, sparse_vectors=text))
+        for field in SCOPE_FIELDS:
+            shard.update(e.UpdateOperation.create_field_index(field, e.PayloadSchemaType.Keyword))
+        shard.flush()
+        return shard
 
     def _close(self) -> None:
+        if self._release is not None:
+            self._release()
+        else:
+            self._side().close()
+        self._shard = self._lock_fd = self._release = None
+
+    def _forget_after_fork(self) -> None:
+        """The parent's shard is kept unclosed (closing or flushing it here would write the parent's
+        files) and this child refuses from here on (``common.FORKED``); the child's copies of the
+        store's descriptors, its locks' included, are let go (``common.let_go``): the parent's close
+        then frees the path, even while this child lives."""
+        if self._shard is None:
+            return
+        if self._release is not None:
+            self._release.detach()
+        keep(self._shard)
+        let_go(self.root)
+        self._shard = self._lock_fd = self._release = None
+        self._forked = self._forked_error()
+
+    def _indices(self) -> list[str]:
+        """Every index directory under the path holding points, by the logical name its ledger keeps
+        (one made before it kept one: by its directory's name)."""
+        found = []
+        for root in sorted(p for p in self.path.iterdir() if (p / SHARD_DIR).is_dir()):
+            ledger = root / LEDGER_FILE
+            side = SideLedger(ledger, "qdrant-edge") if ledger.exists() else None
+            try:
+                if root == self.root:
+                    held = self._count_where(None) > 0
+                else:
+                    held = self._holds(root, side)
+                name = side.meta_get(INDEX_KEY) if side is not None else None
+            finally:
+                if side is not None and side is not self.side_ledger:
+                    side.close()
+            if held:
+                found.append(name or root.name)
+        return found
+
+    def _holds(self, root: Path, side: SideLedger | None) -> bool:
+        """Whether another index holds points: counted when its lock is free; when it is open (here or
+        in another process) its shard cannot be read, and its ledger holding entries answers."""
+        fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
-            if self._shard is not None:
-                self._shard.flush()
-                self._shard.close()
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return side is not None and side.holds()
+            shard = self._e.EdgeShard.load(str(root / SHARD_DIR))
+            try:
+                return int(shard.count(self._e.CountRequest(exact=True))) > 0
+            finally:
+                shard.close()
         finally:
-            self._side().close()  # before the lock goes: the next process finds it closed
-            if self._lock_fd is not None:
-                os.close(self._lock_fd)
-            self._shard = self._lock_fd = None
+            os.close(fd)
 
     # -- hooks ------------------------------------------------------------------------------
 
@@ -125,3 +188,15 @@ class QdrantEdgeBackend(QdrantEngine):
 
     def _delete_where(self, flt: Any) -> None:
         self._shard.update(self._e.UpdateOperation.delete_points_by_filter(flt))
+
+
+def _release(shard: Any, fd: int, ledger: SideLedger) -> None:
+    """Flush and close the shard, close the ledger, then unlock (the next opener finds all closed)."""
+    try:
+        shard.flush()
+        shard.close()
+    finally:
+        try:
+            ledger.close()
+        finally:
+            os.close(fd)
