@@ -137,6 +137,7 @@ class Mem0Backend(Engine):
 
     name: ClassVar[str] = "mem0"
     text_arm: ClassVar[str] = "mem0"  # its one arm is mem0's own (vector) search
+    purge_note: ClassVar[str] = "mem0 stores through its own vector store; compact that store with its own tools"
     unreachable: ClassVar[str] = "Check the platform host, or the vector store in backend_config['config']."
     rules: ClassVar[Sequence[Rule]] = RULES
 

@@ -388,6 +388,8 @@ class OpenSearchBackend(Engine):
         resp = self.client.search(index=",".join(names), body=body, allow_partial_search_results=False)
         return sorted(names[b["key"]] for b in resp["aggregations"]["i"]["buckets"] if b["doc_count"])
 
+    purges = True
+
     def _purge(self) -> None:
         """Flush the translog into segments, then merge the data index into one segment, which drops
         erased documents' bytes (Lucene keeps them until a merge). A deleted document that a retention

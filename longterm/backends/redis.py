@@ -355,6 +355,8 @@ class RedisBackend(Engine):
         m = re.fullmatch(form, rest)
         return None if m is None else m.group(1)
 
+    purges = True
+
     def _purge(self) -> None:
         """Rewrite the AOF (``BGREWRITEAOF``) and, where snapshots are configured, the RDB (``BGSAVE``),
         and wait for both: until then the files keep what an erase deleted."""

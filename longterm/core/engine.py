@@ -323,6 +323,17 @@ class Engine:
         one step; a record changed or deleted since ``_unembedded`` read it is left alone."""
         raise NotImplementedError
 
+    #: Whether an erase leaves bytes in the engine's files that ``_purge`` compacts (an AOF,
+    #: Lucene segments): read by ``purge``, the one place that asks (kombu's ``implements``).
+    purges: ClassVar[bool] = False
+    #: What ``purge`` says for an engine that has nothing for it to do.
+    purge_note: ClassVar[str] = "nothing to compact: this engine keeps no copy of what an erase deleted"
+
+    def _purge(self) -> None:
+        """With ``purges``: compact the engine's files so what erases deleted leaves them; blocking,
+        as long as the engine needs (an operator's command, run without the call deadline)."""
+        raise NotImplementedError
+
     def _close(self) -> None:
         """Release connections and locks."""
 
@@ -636,6 +647,16 @@ class Engine:
     async def indices(self) -> list[str]:
         """The index names of this store that hold records (``_indices``)."""
         return await self._run("listing indices", self._indices)
+
+    async def purge(self) -> str:
+        """Compact what erases left in the engine's files (``_purge``, where ``purges``); a
+        sentence saying what was done. No deadline: a force merge takes what it takes."""
+        if not self.purges:
+            return self.purge_note
+        if self._closed:
+            raise self._closed_error()
+        await asyncio.wrap_future(self._pool.submit(self._call, "purging", self._purge, ()))
+        return f"{self.name} compacted: what erases deleted is gone from its files"
 
     async def saved(self, scope: Scope, session_id: str) -> set[str]:
         """The ledger: event ids of this session already handled by this store."""

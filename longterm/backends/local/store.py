@@ -202,6 +202,11 @@ class LocalBackend(Engine):
         if self._vectors is not None:
             self._vectors.close()
 
+    purge_note: ClassVar[str] = (
+        "nothing more to compact: every local erase purges at once (secure delete, the full-text index merged, "
+        "the WAL truncated)"
+    )
+
     def _forget_after_fork(self) -> None:
         """In a forked child: drop the parent's connections unclosed (kept in ``_INHERITED``, so
         no collection closes them either), its reader threads, caches and locks; the next call

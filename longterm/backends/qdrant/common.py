@@ -210,6 +210,10 @@ def to_record(payload: dict[str, Any]) -> MemoryRecord:
 
 class QdrantEngine(Engine):
     name: ClassVar[str] = "qdrant"
+    purge_note: ClassVar[str] = (
+        "Qdrant keeps an erased point in its write-ahead log until the log is flushed and in its segment until "
+        "the vacuum optimizer rewrites it (when a fifth of a segment is deleted); longterm cannot force that"
+    )
     rules: ClassVar[Sequence[Rule]] = RULES
     #: The client's models (``qdrant_client.models`` or ``qdrant_edge``): both spell filters
     #: and sparse vectors with the same names and keywords.
