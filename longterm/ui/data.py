@@ -1,0 +1,245 @@
+"""What the UI reads and erases, as plain data: one ``Inspector`` over one store.
+
+The seam: ``Inspector(factory, index=None)`` opens one ``LongTermMemory`` per index of the
+store (``factory(index)``, the CLI's ``_memory``) and answers the pages: ``overview()``
+(index, app, user, count), ``page(app, user, limit, cursor)`` (newest first), ``search``,
+``memory``, ``session``, ``facts``, ``profile``, ``erase``, ``export``. Every value it returns
+is JSON-ready (``dict``/``list``/``str``/numbers); the views escape them, the API dumps them.
+
+Why one memory per index, read by scope: the pages name (app, user), and an embedded engine
+(Qdrant's local mode) allows one open client per directory, so the facade's scope-taking
+calls (``search_hits``, ``iter_records``, ``delete_memory``) serve every app of an index.
+Why facts are read from their records (``Fact.of``): ``list_facts`` answers nothing when this
+process has no fact model configured, yet the facts are in the store and an operator who
+looks must see them.
+"""
+
+from __future__ import annotations
+
+import base64
+import heapq
+import json
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..errors import InvalidInputError
+from ..facts.model import AUTHOR, Fact, is_fact
+from ..records import Memory, MemoryRecord, Scope
+
+if TYPE_CHECKING:
+    from ..memory import LongTermMemory
+
+#: Memories per page.
+PAGE = 50
+#: Hits a search shows.
+TOP_K = 20
+
+
+class NotFound(LookupError):
+    """The page names something the store does not hold (answered 404)."""
+
+
+class Ambiguous(LookupError):
+    """Several indices hold one (app, user): the page names them (answered 409)."""
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat()
+
+
+def _cursor(record: MemoryRecord) -> str:
+    """Opaque page cursor: (time, id) of the page's last (oldest) memory."""
+    return base64.urlsafe_b64encode(json.dumps([record.timestamp, record.id]).encode()).decode().rstrip("=")
+
+
+def _read_cursor(cursor: str | None) -> tuple[float, str] | None:
+    if not cursor:
+        return None
+    try:
+        ts, rid = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        return float(ts), str(rid)
+    except (ValueError, TypeError):
+        raise InvalidInputError("cursor is not a page cursor of this UI; follow the page's 'older' link.") from None
+
+
+def row(rec: MemoryRecord, hit: Any = None) -> dict[str, Any]:
+    """One memory as the pages show it (a fact's text read from its record even when superseded)."""
+    kind: Literal["evidence", "fact"] = "fact" if is_fact(rec) else "evidence"
+    m = Memory.of(rec, kind=kind, hit=hit).model_dump(mode="json", exclude={"context", "metadata"})
+    fact = Fact.of(rec) if kind == "fact" else None
+    if fact is not None:
+        m["text"] = fact.text
+        m["current"] = fact.current
+    m["session_id"] = None if kind == "fact" else rec.session_id
+    return m
+
+
+def _fact(f: Fact, evidence: dict[str, MemoryRecord]) -> dict[str, Any]:
+    d = f.as_dict()
+    d["evidence"] = [
+        {"id": e, **({"text": evidence[e].text, "session_id": evidence[e].session_id} if e in evidence else {})}
+        for e in f.evidence
+    ]
+    return d
+
+
+def trail(every: dict[str, Fact], fact_id: str) -> list[Fact]:
+    """``fact_id``'s history, oldest first: the facts it replaced, itself, what replaced it
+    (the fact layer's ``history``, over facts already read)."""
+    if fact_id not in every:
+        return []
+    seen, todo = {fact_id}, [fact_id]
+    while todo:
+        f = every[todo.pop()]
+        linked = [g.id for g in every.values() if g.superseded_by == f.id]
+        if f.superseded_by in every:
+            linked.append(f.superseded_by)
+        for i in linked:
+            if i not in seen:
+                seen.add(i)
+                todo.append(i)
+    return sorted((every[i] for i in seen), key=lambda g: (g.valid_from, g.id))
+
+
+class Inspector:
+    """The store the UI shows: indices, their users, and each user's memories and facts."""
+
+    def __init__(self, factory: Callable[[str], LongTermMemory], *, index: str | None = None) -> None:
+        self.factory, self.given = factory, index
+        self._open: dict[str, LongTermMemory] = {}
+
+    def memory(self, index: str) -> LongTermMemory:
+        if index not in self._open:
+            self._open[index] = self.factory(index)
+        return self._open[index]
+
+    async def indices(self) -> list[str]:
+        if self.given:
+            return [self.given]
+        probe = self.memory("default_app")
+        return await probe.indices()
+
+    async def overview(self) -> list[dict[str, Any]]:
+        """Every (index, app, user) holding memories, with its count."""
+        rows = []
+        for index in await self.indices():
+            for app, user, n in await self.memory(index).scopes():
+                if n:
+                    rows.append({"index": index, "app": app, "user": user, "memories": n})
+        return sorted(rows, key=lambda r: (r["app"], r["user"], r["index"]))
+
+    async def where(self, app: str, user: str) -> LongTermMemory:
+        """The memory on the index holding (app, user) (``longterm.locate``'s rule, over open memories)."""
+        Scope(app_name=app, user_id=user)  # a bad id is an InvalidInputError before any store is asked
+        if self.given:
+            return self.memory(self.given)
+        held = [i for i in await self.indices() if await self.memory(i).count(app_name=app, user_id=user)]
+        if not held:
+            raise NotFound(f"no memories of user {user!r} in app {app!r} in this store")
+        if len(held) > 1:
+            raise Ambiguous(
+                f"user {user!r} of app {app!r} has memories in {len(held)} indices "
+                f"({', '.join(map(repr, held))}); start the UI with --index naming one"
+            )
+        return self.memory(held[0])
+
+    async def page(self, app: str, user: str, *, limit: int = PAGE, cursor: str | None = None) -> dict[str, Any]:
+        """One page of the user's memories, newest first, and the cursor of the next (older) one.
+
+        Scans the scope (no engine has a time-ordered page primitive yet; see docs/ui.md), keeping
+        only the ``limit + 1`` newest before the cursor."""
+        memory = await self.where(app, user)
+        before = _read_cursor(cursor)
+        keep: list[tuple[float, str, MemoryRecord]] = []
+        async for rec in memory.iter_records(app_name=app, user_id=user):
+            key = (rec.timestamp, rec.id)
+            if before is not None and key >= before:
+                continue
+            item = (rec.timestamp, rec.id, rec)
+            if len(keep) <= limit:
+                heapq.heappush(keep, item)  # ids differ: records are never compared
+            elif key > keep[0][:2]:
+                heapq.heapreplace(keep, item)
+        newest = [r for _, _, r in sorted(keep, key=lambda t: (t[0], t[1]), reverse=True)]
+        page = newest[:limit]
+        nxt = _cursor(page[-1]) if len(newest) > limit else None
+        return {
+            "app": app,
+            "user": user,
+            "index": memory.index,
+            "memories": [row(r) for r in page],
+            "next_cursor": nxt,
+        }
+
+    async def search(self, app: str, user: str, query: str, *, top_k: int = TOP_K) -> dict[str, Any]:
+        """The user's best matches, each with its score in [0, 1], the arms that found it and its kind."""
+        memory = await self.where(app, user)
+        hits = await memory.search_hits(Scope(app_name=app, user_id=user), query, top_k)
+        return {
+            "app": app,
+            "user": user,
+            "index": memory.index,
+            "query": query,
+            "hits": [row(h.record, h) for h in hits],
+        }
+
+    async def one(self, app: str, user: str, memory_id: str) -> dict[str, Any]:
+        """One memory whole (lists cut long texts)."""
+        memory = await self.where(app, user)
+        async for rec in memory.iter_records(app_name=app, user_id=user):
+            if rec.id == memory_id:
+                return {"app": app, "user": user, "index": memory.index, "memory": row(rec)}
+        raise NotFound(f"no memory {memory_id!r} of user {user!r} in app {app!r}")
+
+    async def session(self, app: str, user: str, session_id: str) -> dict[str, Any]:
+        """A session's memories in the order they were said."""
+        memory = await self.where(app, user)
+        recs = [r async for r in memory.iter_records(app_name=app, user_id=user) if r.session_id == session_id]
+        if not recs:
+            raise NotFound(f"no memories of session {session_id!r} of user {user!r} in app {app!r}")
+        recs.sort(key=lambda r: (r.timestamp, r.id))
+        return {
+            "app": app,
+            "user": user,
+            "index": memory.index,
+            "session": session_id,
+            "memories": [row(r) for r in recs],
+        }
+
+    async def facts(self, app: str, user: str) -> dict[str, Any]:
+        """Every fact, superseded included, each with its trail and the evidence it came from."""
+        memory = await self.where(app, user)
+        every: dict[str, Fact] = {}
+        records: dict[str, MemoryRecord] = {}
+        async for rec in memory.iter_records(app_name=app, user_id=user):
+            fact = Fact.of(rec)
+            if fact is not None:
+                every[fact.id] = fact
+            elif rec.author != AUTHOR:
+                records[rec.id] = rec
+        ordered = sorted(every.values(), key=lambda f: (f.valid_from, f.id))
+        cited = {e for f in ordered for e in f.evidence}
+        evidence = {i: r for i, r in records.items() if i in cited}
+        facts = []
+        for f in ordered:
+            d = _fact(f, evidence)
+            d["trail"] = [g.id for g in trail(every, f.id)]
+            facts.append(d)
+        profile = await memory.get_user_profile(user, app_name=app)
+        return {"app": app, "user": user, "index": memory.index, "profile": profile, "facts": facts}
+
+    async def erase(self, app: str, user: str, *, memory_id: str | None = None, session_id: str | None = None) -> int:
+        """Erase one memory, one session, or (neither) every memory of the user in the app; how many went."""
+        memory = await self.where(app, user)
+        return await memory.delete_memory(app_name=app, user_id=user, memory_id=memory_id, session_id=session_id)
+
+    async def export(self, app: str, user: str) -> list[str]:
+        """The user's records as JSON lines, as ``longterm export`` writes them (``longterm import`` restores them)."""
+        memory = await self.where(app, user)
+        return [rec.model_dump_json(exclude_none=True) async for rec in memory.iter_records(app_name=app, user_id=user)]
+
+    async def close(self) -> None:
+        for memory in self._open.values():
+            await memory.close()
+        self._open.clear()
