@@ -233,6 +233,24 @@ class Engine:
         cursor (None: done). Every record exactly once, in an order of the engine's choosing."""
         raise NotImplementedError
 
+    def _page_by_time(self, scope: Scope, cursor: Any, size: int, newest_first: bool) -> tuple[list[MemoryRecord], Any]:
+        """One page of the scope's records by time (newest or oldest first) from ``cursor`` (None:
+        the start), and the next cursor (JSON-able; None: done). This default reads the whole
+        scope and sorts it (correct on every engine); an engine with an index on time overrides it."""
+        records: list[MemoryRecord] = []
+        page_cursor: Any = None
+        while True:
+            page, page_cursor = self._page(scope, page_cursor, 1000)
+            records.extend(page)
+            if page_cursor is None:
+                break
+        records.sort(key=lambda r: (r.timestamp, r.id), reverse=newest_first)
+        if cursor is not None:
+            at = (float(cursor[0]), str(cursor[1]))
+            records = [r for r in records if ((r.timestamp, r.id) < at if newest_first else (r.timestamp, r.id) > at)]
+        page = records[:size]
+        return page, ([page[-1].timestamp, page[-1].id] if len(records) > size else None)
+
     def _scopes(self) -> list[tuple[str, str, int]]:
         """(app, user, count) of every scope of this index holding at least one record, for
         ``stats`` and ``migrate``. Every built-in engine implements it."""
@@ -639,6 +657,12 @@ class Engine:
                 yield rec
             if cursor is None:
                 return
+
+    async def page_by_time(
+        self, scope: Scope, cursor: Any = None, size: int = 100, *, newest_first: bool = True
+    ) -> tuple[list[MemoryRecord], Any]:
+        """One page of ``scope`` by time and the next page's cursor (``_page_by_time``)."""
+        return await self._run("reading memories", self._page_by_time, scope, cursor, size, newest_first)
 
     async def scopes(self) -> list[tuple[str, str, int]]:
         """(app, user, count) of every scope of this index with records (``_scopes``)."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from .. import InvalidInputError, LongTermMemory
+from .. import InvalidInputError, LongTermMemory, Scope
 from ..entries import entry_text
 from . import make_session
 
@@ -219,3 +219,26 @@ class InputContract:
         assert {h.text for h in loose} == {"My flight to Bangkok leaves on March 3rd", "My sister Ana lives in Porto"}
         with pytest.raises(InvalidInputError, match="min_score"):
             await memory.search("flight", user_id="u", min_score=2)
+
+    @pytest.mark.asyncio
+    async def test_pages_by_time_cover_every_record_once_in_order(self, memory: LongTermMemory):
+        """The time-ordered page primitive (``get_all``, the UI): newest or oldest first, by cursor."""
+        turns = [("user", f"entry {i} about the harbour") for i in range(25)]
+        session = make_session(turns=turns)
+        for e in session["events"][-3:]:  # three at the same time: the cursor still moves past each once
+            e["timestamp"] = 1_700_000_100.0
+        await memory.add_session_to_memory(session)
+        engine = memory.backend_instance
+        scope = Scope(app_name="app", user_id="u1")
+        for newest_first in (True, False):
+            seen: list[tuple[float, str]] = []
+            cursor = None
+            while True:
+                page, cursor = await engine.page_by_time(scope, cursor, 7, newest_first=newest_first)  # type: ignore[attr-defined]
+                assert len(page) <= 7
+                seen += [(r.timestamp, r.id) for r in page]
+                if cursor is None:
+                    break
+            assert len(seen) == len({i for _, i in seen}) == 25
+            times = [t for t, _ in seen]
+            assert times == sorted(times, reverse=newest_first)

@@ -50,6 +50,7 @@ CREATE TABLE IF NOT EXISTS records (
     terms       TEXT,
     UNIQUE (scope, session_id, event_id)
 );
+CREATE INDEX IF NOT EXISTS records_by_time ON records (scope, timestamp);
 CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5 (
     scope, terms, content='', tokenize='porter unicode61 remove_diacritics 2'
 );
@@ -109,6 +110,16 @@ COUNT = "SELECT count(*) FROM records WHERE scope = ?"
 SCAN = f"""
 SELECT rowid, {COLUMNS} FROM records
 WHERE scope = ? AND (session_id, event_id) > (?, ?) ORDER BY session_id, event_id LIMIT ?
+"""
+#: A page of a scope by time, newest (``NEWEST``) or oldest (``OLDEST``) first, after a cursor
+#: (timestamp, rowid): ``records_by_time`` walks it (its entries end in the rowid).
+NEWEST = f"""
+SELECT rowid, {COLUMNS} FROM records
+WHERE scope = ? AND (timestamp, rowid) < (?, ?) ORDER BY timestamp DESC, rowid DESC LIMIT ?
+"""
+OLDEST = f"""
+SELECT rowid, {COLUMNS} FROM records
+WHERE scope = ? AND (timestamp, rowid) > (?, ?) ORDER BY timestamp, rowid LIMIT ?
 """
 DELETE_ALL = "DELETE FROM records WHERE scope = ?"
 DELETE_ONE = "DELETE FROM records WHERE scope = ? AND id = ?"

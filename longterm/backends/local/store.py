@@ -54,7 +54,7 @@ log = logging.getLogger("longterm.local")
 T = TypeVar("T")
 
 #: Primitives that only read: they run on the reader threads (``LocalBackend._run``).
-READS = frozenset({"_fulltext", "_search", "_count", "_page", "_scopes", "_indices"})
+READS = frozenset({"_fulltext", "_search", "_count", "_page", "_page_by_time", "_scopes", "_indices"})
 #: Reader threads (and connections) per store: searches run side by side, and beside a write.
 READERS = 2
 #: Seconds a read may take when the engine has no ``timeout`` (a WAL reader waits for no
@@ -397,6 +397,17 @@ class LocalBackend(Engine):
         after = cursor or ("", "")
         rows = conn.execute(sql.SCAN, (scope_id, *after, size)).fetchall()
         return [_row_to_record(r[1:], scope) for r in rows], (tuple(rows[-1][2:4]) if len(rows) == size else None)
+
+    def _page_by_time(self, scope: Scope, cursor: Any, size: int, newest_first: bool) -> tuple[list[MemoryRecord], Any]:
+        conn = self._reader()
+        scope_id = self._scope(scope.app_name, scope.user_id, conn=conn)
+        if scope_id is None:
+            return [], None
+        start = (float("inf"), 0) if newest_first else (float("-inf"), 0)
+        at = tuple(cursor) if cursor else start
+        rows = conn.execute(sql.NEWEST if newest_first else sql.OLDEST, (scope_id, *at, size)).fetchall()
+        nxt = [rows[-1][9], rows[-1][0]] if len(rows) == size else None  # (timestamp, rowid) of the last
+        return [_row_to_record(r[1:], scope) for r in rows], nxt
 
     def _scopes(self) -> list[tuple[str, str, int]]:
         return [tuple(r) for r in self._reader().execute(sql.SCOPES, (self.index,)).fetchall()]
