@@ -48,20 +48,7 @@ from .records import (
     repair_unicode,
     tree_text,
 )
-from .shapes import as_event, session_events
-
-
-def _plain(obj: Any) -> Any:
-    """A dict/list view of a pydantic object (ADK's included), bytes left as bytes."""
-    if obj is None or isinstance(obj, (dict, list, str, int, float, bool)):
-        return obj
-    dump = getattr(obj, "model_dump", None)
-    if callable(dump):
-        return dump(exclude_none=True)
-    if hasattr(obj, "__dict__"):
-        return {k: v for k, v in vars(obj).items() if v is not None and not k.startswith("_")}
-    return obj
-
+from .shapes import as_event, plain, session_events
 
 _EPOCH = date(1970, 1, 1)
 
@@ -189,7 +176,7 @@ class Content(BaseModel):
             return []
         if isinstance(v, (str, dict)):
             v = [v]
-        return [{"text": p} if isinstance(p, str) else _plain(p) for p in v]
+        return [{"text": p} if isinstance(p, str) else plain(p) for p in v]
 
 
 class Event(BaseModel):
@@ -218,7 +205,7 @@ class Event(BaseModel):
     def _content(cls, v: Any) -> Any:
         if isinstance(v, str):
             return {"parts": [{"text": v}]}
-        return _plain(v)
+        return plain(v)
 
     @field_validator("id", mode="before")
     @classmethod
@@ -275,7 +262,7 @@ def _event_digest(raw: Any) -> str:
     # Hashed as repaired (lone surrogates -> U+FFFD), which is how the content is stored;
     # for valid text that is the raw event, so ids derived before repair existed still match.
     # Media bytes are hashed as base64: they need not be UTF-8.
-    author, timestamp, content = _get(raw, "author"), _get(raw, "timestamp"), _plain(_get(raw, "content"))
+    author, timestamp, content = _get(raw, "author"), _get(raw, "timestamp"), plain(_get(raw, "content"))
     try:
         content = to_jsonable_python(content, fallback=str, bytes_mode="base64")
         body = repair_tree({"author": author, "timestamp": timestamp, "content": content})
@@ -425,7 +412,7 @@ def to_event(raw: Any, event_id: str | None = None) -> Event:
         if isinstance(raw, Event):
             ev = raw
         else:
-            ev = Event.model_validate(_plain(raw))
+            ev = Event.model_validate(plain(raw))
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])

@@ -109,7 +109,7 @@ def _refuse(where: str, why: str) -> InvalidInputError:
     return InvalidInputError(f"{where} {why}; accepted: {ACCEPTED}.")
 
 
-def _plain(obj: Any) -> Any:
+def plain(obj: Any) -> Any:
     """A dict view of a pydantic model or a plain object (LangChain's, ADK's), else ``obj``."""
     if obj is None or isinstance(obj, (dict, list, str, int, float, bool, bytes)):
         return obj
@@ -209,7 +209,7 @@ def as_parts(content: Any, where: str) -> list[dict[str, Any]]:
         raise _refuse(f"{where}.content", f"is a {type(content).__name__}, not a string or a list of parts")
     out = []
     for i, p in enumerate(content):
-        p = _plain(p)
+        p = plain(p)
         if isinstance(p, str):
             out.append({"text": p})
         elif not isinstance(p, Mapping):
@@ -240,7 +240,7 @@ def _from_chat(d: Mapping[str, Any], role: str, where: str) -> dict[str, Any]:
     """An OpenAI chat message (or a LangChain one, whose role is already read) as an event."""
     parts = as_parts(d.get("content"), where)
     for j, call in enumerate(d.get("tool_calls") or []):
-        call = _plain(call)
+        call = plain(call)
         if not isinstance(call, Mapping):
             raise _refuse(f"{where}.tool_calls[{j}]", "is not a tool call")
         function = call.get("function")
@@ -279,7 +279,7 @@ def as_event(raw: Any, where: str = "event") -> Any:
         return {"author": "user", "content": {"role": "user", "parts": [{"text": raw}]}}
     if _is_adk_object(raw):
         return raw
-    d = _plain(raw)
+    d = plain(raw)
     if not isinstance(d, Mapping):
         raise _refuse(where, f"is a {type(raw).__name__}")
     kind = d.get("type")
@@ -303,7 +303,7 @@ def _check_adk_parts(d: Mapping[str, Any], where: str) -> None:
     content = d.get("content")
     if content is None or isinstance(content, str):
         return
-    content = _plain(content)
+    content = plain(content)
     if not isinstance(content, Mapping):
         raise _refuse(f"{where}.content", f"is a {type(content).__name__}, not a string or {{'role', 'parts'}}")
     if "parts" not in content and "role" not in content:
@@ -313,7 +313,7 @@ def _check_adk_parts(d: Mapping[str, Any], where: str) -> None:
     if isinstance(parts, (str, Mapping)):
         parts = [parts]
     for i, p in enumerate(parts or []):
-        p = _plain(p)
+        p = plain(p)
         if isinstance(p, Mapping) and PART_FIELDS.isdisjoint(p):
             keys = ", ".join(sorted(map(str, p))) or "none"
             raise InvalidInputError(

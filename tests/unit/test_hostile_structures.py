@@ -25,7 +25,8 @@ from pydantic_core import to_jsonable_python
 
 from longterm import InvalidInputError, LongTermMemory
 from longterm.records import MAX_DEPTH, MemoryRecord, bound_depth, parse_record, repair_tree, tree_text
-from longterm.sessions import _plain, event_ids
+from longterm.sessions import event_ids
+from longterm.shapes import plain as _plain
 from longterm.testing import make_record
 from tests.contract import conftest as contract
 
