@@ -59,18 +59,21 @@ from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeGuard
 
+from . import telemetry
 from .config import env
 from .errors import ConfigurationError
 
 if TYPE_CHECKING:
     from .memory import LongTermMemory
 
-log = logging.getLogger("longterm.autosave")
+log = logging.getLogger(__name__)
 
 DEFAULT_MIN_MESSAGES = 10
 DEFAULT_MIN_SECONDS = 60.0
 #: Seconds a failed save waits at least before the timer retries it (no busy loop on a dead store).
 RETRY_FLOOR = 1.0
+#: Turns an auto-save's span links to at most (the latest ones since the session's last save).
+MAX_LINKS = 32
 
 Key = tuple[str, str, str]
 
@@ -135,6 +138,8 @@ class _Tracked:
     task: asyncio.Task | None = None
     timer: asyncio.TimerHandle | None = None
     last_error: str | None = None
+    links: list[Any] = field(default_factory=list)
+    """The spans of the turns since the last save (``telemetry.link_here``): the save links to them."""
 
 
 class AutoSaver:
@@ -224,15 +229,20 @@ class AutoSaver:
             return
         with self._lock:
             if self._closed:
-                log.warning("auto-save skipped session %s: its saver (or memory) was closed", key[2])
+                log.warning(
+                    "auto-save skipped session %s: its saver (or memory) was closed", telemetry.pseudonym(key[2])
+                )
                 return
             sessions = self._users.setdefault(key[:2], {})
             t = sessions.get(key[2])
             if t is None:
                 t = sessions[key[2]] = _Tracked(key=key, session=session, reconsider=self.reconsider)
             t.session, t.last_turn = session, time.monotonic()
+            link = telemetry.link_here()
+            if link is not None:
+                t.links = [*t.links[-(MAX_LINKS - 1) :], link]
         if not self._post(self._consider, t):
-            log.warning("auto-save skipped session %s: the memory was closed", key[2])
+            log.warning("auto-save skipped session %s: the memory was closed", telemetry.pseudonym(key[2]))
 
     def _consider(self, t: _Tracked) -> None:
         """On the background loop: save ``t`` now if a threshold is met, else (re)arm its timer."""
@@ -269,7 +279,7 @@ class AutoSaver:
                 "saving %d earlier session(s) of user %s took over %g s; this turn recalls without them "
                 "(the saves go on in the background)",
                 len(late),
-                user,
+                telemetry.pseudonym(user),
                 timeout,
             )
 
@@ -314,19 +324,36 @@ class AutoSaver:
             self._arm(t)
 
     async def _save(self, t: _Tracked, reason: str, *, raise_errors: bool) -> bool:
-        session, total = t.session, _event_count(t.session)
+        session, total, links = t.session, _event_count(t.session), t.links
+        where = {"backend": self.memory.backend_name, "index": self.memory.index}
         try:
-            result = await self.memory.add_session_to_memory(  # lenient: what it cannot read waits, unmarked
-                session, auto_save_memory_policy=self.policy, reconsider=t.reconsider, lenient=True
-            )
+            with telemetry.span("longterm.autosave", links=links, reason=reason, **where):
+                result = await self.memory.add_session_to_memory(  # lenient: what it cannot read waits, unmarked
+                    session, auto_save_memory_policy=self.policy, reconsider=t.reconsider, lenient=True
+                )
         except Exception as exc:
             t.last_error = f"{type(exc).__name__}: {exc}"
-            log.warning("auto-save of session %s failed (%s); it is retried later", t.key[2], t.last_error)
+            log.warning(
+                "auto-save of session %s failed (%s); it is retried later",
+                telemetry.pseudonym(t.key[2]),
+                t.last_error,
+                extra=where,
+            )
             if raise_errors:
                 raise
             return False
         t.saved_events, t.last_save, t.last_error, t.reconsider = total, time.monotonic(), None, False
-        log.debug("auto-saved %d memories of session %s (%s)", result.saved, result.session_id, reason)
+        if t.links is links:
+            t.links = []
+        else:  # turns came while it saved: their links go to the next save
+            t.links = t.links[len(links) :] if t.links[: len(links)] == links else t.links
+        log.debug(
+            "auto-saved %d memories of session %s (%s)",
+            result.saved,
+            telemetry.pseudonym(result.session_id),
+            reason,
+            extra=where,
+        )
         return True
 
     async def flush(self) -> None:

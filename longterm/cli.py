@@ -1,4 +1,4 @@
-"""The ``longterm`` command: demo, import, search, stats, export, delete, migrate, mcp.
+"""The ``longterm`` command: demo, import, search, stats, export, delete, migrate, mcp, doctor.
 
 The seam: a thin click layer over ``LongTermMemory``; every command takes the same
 ``--backend``/``--config``/``--index`` options as the facade, so what works here works in
@@ -660,9 +660,47 @@ def mcp(
     asyncio.run(http())
 
 
+@cli.command()
+@click.option(
+    "--embedder", default=None, help="The embedder the application uses: a name, or JSON inline or @file.json."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON (check, status, found, fix).")
+@click.pass_context
+def doctor(ctx: click.Context, embedder: str | None, as_json: bool) -> None:
+    """Check the configuration, the backend and the store; exit 1 on a problem, each with what to do.
+
+    Checks: the options and LONGTERM_* variables, the store file (local: SQLite quick_check),
+    that the backend answers, the embedder the store was written with, the index, vectors still
+    to embed, and the versions of each part. Without --index, the index the facade opens by
+    default (default_app); the table names the indices holding memories.
+    """
+    from . import doctor as doctor_mod
+
+    overrides: dict[str, Any] = {}
+    if embedder:
+        overrides["embedder"] = _json_object("--embedder", embedder) if embedder[:1] in ("{", "@") else embedder
+    rows = asyncio.run(doctor_mod.diagnose(lambda: _memory(ctx, **overrides)))
+    if as_json:
+        keys = ("check", "status", "found", "fix")
+        dumped = [dict(zip(keys, (r.name, r.status, r.detail, r.fix), strict=True)) for r in rows]
+        click.echo(json.dumps(dumped, ensure_ascii=False, indent=2))
+    else:
+        style = {"ok": "green", "warn": "yellow", "fail": "bold red"}
+        table = Table("check", "status", "found", "what to do", title="longterm doctor")
+        for row in rows:
+            status = Text(row.status, style=style[row.status])
+            table.add_row(row.name, status, Text(_safe(row.detail)), Text(_safe(row.fix)))
+        console.print(table)
+    if doctor_mod.failed(rows):
+        problems = [r.name for r in rows if r.status == "fail"]
+        _fail(f"doctor found a problem: {', '.join(problems)} (see the table for what to do)")
+
+
 from .facts.cli import facts as _facts  # noqa: E402
+from .ui.cli import ui as _ui  # noqa: E402  (click only; Starlette is imported when `longterm ui` runs)
 
 cli.add_command(_facts)
+cli.add_command(_ui)
 
 
 def main() -> None:

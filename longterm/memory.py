@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from . import compat
+from . import compat, telemetry
 from . import config as _config
 from ._sync import SyncPortal
 from .autosave import AutoSaver
@@ -46,7 +46,14 @@ from .core.backend import Backend
 from .core.engine import Engine
 from .core.ledger import HomeLedger, Ledger
 from .entries import MemoryEntry, MemoryServiceBase, SearchMemoryResponse, make_content
-from .errors import BackendError, ConfigurationError, InvalidInputError, LongTermMemoryError, raise_ours_from
+from .errors import (
+    BackendError,
+    BackendUnavailableError,
+    ConfigurationError,
+    InvalidInputError,
+    LongTermMemoryError,
+    raise_ours_from,
+)
 from .facts import KINDS, FactLayer, FactsConfig, SearchKind, split_hits
 from .facts.model import META as FACT_META
 from .facts.model import is_fact
@@ -59,7 +66,7 @@ from .sessions import SessionView, event_ids, parse_timestamp, read_events, read
 from .shapes import as_messages
 from .tools import MemoryTool
 
-log = logging.getLogger("longterm")
+log = logging.getLogger(__name__)
 
 #: ``top_k`` accepted by search (a guard against accidental full scans).
 MAX_TOP_K = 1000
@@ -214,6 +221,18 @@ def _query_prefix(query: str) -> str:
     return head[0] if len(head) == 2 else cut
 
 
+def unsaved_error(
+    unsaved: int, cause: BaseException, released: str = "Everything was released."
+) -> BackendUnavailableError:
+    """The one error of a close that could not save: how many events, why, how to recover them."""
+    return BackendUnavailableError(
+        f"closed with {unsaved} events unsaved: the store could not take them ({type(cause).__name__}: {cause}). "
+        f"{released} The events are still in your session service: at the next start, "
+        "await memory.recover_sessions(session_service, app_name=...) saves what the store has not seen "
+        "(close(flush=False) closes without trying to save)."
+    )
+
+
 class LongTermMemory(MemoryServiceBase, BaseModel):
     """Long-term memory for agents, over a backend chosen by name or given as an instance.
 
@@ -312,6 +331,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         facts = FactsConfig.resolve(self.facts)
         if facts is not None:
             self._facts = FactLayer(self._backend, self._ledger, facts)
+            telemetry.register_backlog("facts", self._facts, FactLayer.pending, backend=self.backend_name)
 
     #: Fields that choose the store: fixed once the memory is open.
     _FIXED = frozenset({"backend", "backend_config", "index", "app_name", "ledger", "embedder", "facts"})
@@ -397,6 +417,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
 
     # -- ADK BaseMemoryService ----------------------------------------------------------
 
+    @telemetry.saving("session")
     async def add_session_to_memory(  # type: ignore[override]  # returns what it did; ADK's returns None
         self,
         session: Any,
@@ -427,7 +448,13 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
             saved = set() if reconsider else await self._ledger.saved(scope, view.session_id)
         plan = await _cpu(big, plan_save, view, saved, policy)
         await self._write(scope, view.session_id, plan.records, plan.covered, new_only=not reconsider)
-        log.debug("saved %d of %d new events of session %s", len(plan.records), plan.new_events, view.session_id)
+        log.debug(
+            "saved %d of %d new events of session %s",
+            len(plan.records),
+            plan.new_events,
+            telemetry.pseudonym(view.session_id),
+            extra={"backend": self.backend_name, "index": self.index},
+        )
         return SaveResult(
             session_id=view.session_id,
             new_events=plan.new_events,
@@ -487,6 +514,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         meta = _metadata(custom_metadata)
         return await self._save_events(scope, sid, raw, self.auto_save_memory_policy, meta)
 
+    @telemetry.saving("events")
     async def _save_events(
         self,
         scope: Scope,
@@ -511,6 +539,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
             session_id=sid, new_events=plan.new_events, saved=len(plan.records), memory_ids=[r.id for r in plan.records]
         )
 
+    @telemetry.saving("memories")
     async def add_memory(  # type: ignore[override]  # returns what it did; ADK's returns None
         self,
         *,
@@ -638,6 +667,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         """Erase every memory of the user in this memory's app; how many went."""
         return await self.delete_memory(app_name=self.default_app, user_id=user_id)
 
+    @telemetry.erasing
     async def delete_memory(  # type: ignore[override]  # returns what it did; ADK's returns None
         self, *, app_name: str, user_id: str, memory_id: str | None = None, session_id: str | None = None
     ) -> int:
@@ -672,6 +702,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
 
     # -- beyond ADK ---------------------------------------------------------------------
 
+    @telemetry.searching
     async def search_hits(
         self,
         scope: Scope,
@@ -916,16 +947,22 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         """A ``load_memory`` function with a JSON schema, bound to (app, user); user defaults to ``self.user_id``."""
         return MemoryTool(self, app_name=app_name, user_id=user_id, top_k=top_k)
 
-    async def close(self) -> None:
-        """Release the store (and a ledger of its own); a second close does nothing."""
+    async def close(self, *, flush: bool = True) -> None:
+        """Save what automatic saving still holds (unless ``flush=False``), then release the store,
+        every thread and connection (and a ledger of its own); a second close does nothing.
+
+        With the store down the release still happens, first; then one ``BackendUnavailableError``
+        says how many events went unsaved and how to recover them (``recover_sessions``)."""
         if self._closed:
             return
+        failure = await self._flush_savers() if flush else None
+        unsaved = self.unsaved_events()
         self._closed = True
         for saver in list(self._autosavers):
             saver.close()  # no timer may save into a closed store
-        if self._facts is not None:
-            await self._facts.close()
         try:
+            if self._facts is not None:
+                await self._facts.close()
             async with self._engine("closing"):
                 await self._backend.close()
                 if self._ledger is not self._backend:
@@ -934,6 +971,22 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
             portal = self._portal
             if portal is not None and not portal.mine():  # on its own loop (close_sync): stopped after
                 await asyncio.to_thread(portal.stop)
+        if failure is not None and unsaved:
+            raise unsaved_error(unsaved, failure) from failure
+
+    def unsaved_events(self) -> int:
+        """Events automatic saving has seen and not saved yet, over every auto-saver of this memory."""
+        return sum(saver.pending() for saver in list(self._autosavers))
+
+    async def _flush_savers(self) -> Exception | None:
+        """Flush every auto-saver; the first failure (the others are flushed all the same)."""
+        first = None
+        for saver in list(self._autosavers):
+            try:
+                await saver.flush()
+            except Exception as exc:
+                first = first or exc
+        return first
 
     async def __aenter__(self) -> LongTermMemory:
         return self
@@ -1037,9 +1090,11 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     def indices_sync(self) -> list[str]:
         return self._sync(self.indices())
 
-    def close_sync(self) -> None:
-        self._sync(self.close())
-        self._background().stop()  # kept: a later *_sync call runs on its own and hears "closed"
+    def close_sync(self, *, flush: bool = True) -> None:
+        try:
+            self._sync(self.close(flush=flush))
+        finally:
+            self._background().stop()  # kept: a later *_sync call runs on its own and hears "closed"
 
     def flush_sync(self) -> None:
         self._sync(self.flush())

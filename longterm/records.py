@@ -365,4 +365,3 @@ class MemoryPage(BaseModel):
 
     memories: list[Memory]
     next_cursor: str | None = None
-

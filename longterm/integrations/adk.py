@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import Field, PrivateAttr, ValidationError
 
-from ..errors import ConfigurationError, InvalidInputError, raise_ours_from, require
+from ..errors import ConfigurationError, InvalidInputError, LongTermMemoryError, raise_ours_from, require
 
 require("google.adk", package="google-adk", extra="adk", purpose="longterm.integrations.adk")
 
@@ -41,10 +41,18 @@ from google.adk.tools.preload_memory_tool import PreloadMemoryTool  # noqa: E402
 from google.genai import types  # noqa: E402
 
 from ..autosave import AutoSaver  # noqa: E402
-from ..memory import LongTermMemory, SaveResult  # noqa: E402
-from ..tools import unavailable  # noqa: E402
+from ..memory import LongTermMemory, SaveResult, unsaved_error  # noqa: E402
+from ..tools import answered, unavailable  # noqa: E402
 
-log = logging.getLogger("longterm.adk")
+log = logging.getLogger(__name__)
+
+
+def _memory_of(tool_context: Any) -> Any:
+    """The memory service of the turn ``tool_context`` belongs to (None where ADK hides it):
+    an outage is a store's, told apart by it."""
+    invocation = getattr(tool_context, "_invocation_context", None)
+    return getattr(invocation, "memory_service", None)
+
 
 #: The user a Runner runs as when neither ``user_id=`` nor the memory names one (VeADK style calls).
 DEFAULT_USER = "default_user"
@@ -55,9 +63,11 @@ class LoadMemory(LoadMemoryTool):
 
     async def run_async(self, *, args: dict[str, Any], tool_context: Any) -> Any:
         try:
-            return await super().run_async(args=args, tool_context=tool_context)
+            result = await super().run_async(args=args, tool_context=tool_context)
         except Exception as exc:
-            return unavailable("load_memory", exc)
+            return unavailable("load_memory", exc, _memory_of(tool_context))
+        answered("load_memory", _memory_of(tool_context))
+        return result
 
 
 class PreloadMemory(PreloadMemoryTool):
@@ -67,7 +77,9 @@ class PreloadMemory(PreloadMemoryTool):
         try:
             await super().process_llm_request(tool_context=tool_context, llm_request=llm_request)
         except Exception as exc:
-            unavailable("preload_memory", exc)
+            unavailable("preload_memory", exc, _memory_of(tool_context))
+        # No ``answered`` here: ADK's preload logs and swallows a failed search itself, so getting
+        # here says nothing about the store (``load_memory`` ends an outage).
 
 
 def _tool_names(tools: list[Any]) -> set[str]:
@@ -251,11 +263,19 @@ class Runner(_AdkRunner):
         for m in [*(getattr(a, "long_term_memory", None) for a in _walk(self.agent)), self.long_term_memory]:
             if m is not None and all(m is not x for x in memories):
                 memories.append(m)
+        failure: Exception | None = None
         try:
             for m in memories:
-                await m.flush()
+                try:
+                    await m.flush()
+                except LongTermMemoryError as exc:  # the others are flushed all the same
+                    failure = failure or exc
         finally:
             await super().close()
+        unsaved = sum(m.unsaved_events() for m in memories)
+        if failure is not None and unsaved:
+            released = "The runner was closed; its memory stays open (close it with memory.close(flush=False))."
+            raise unsaved_error(unsaved, failure, released) from failure
 
 
 def _walk(agent: Any) -> Iterator[Any]:

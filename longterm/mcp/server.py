@@ -3,7 +3,8 @@
 The seam: ``serve_stdio(memory, app_name=, user_id=)`` serves one user's tools on this
 process's stdin/stdout (an assistant starts it as a subprocess); ``serve_http(memories,
 app_name=, tokens=, host=, port=)`` serves every user a token file names, on
-``http://host:port/mcp``, 127.0.0.1 unless told otherwise. ``memories_for(memory_factory,
+``http://host:port/mcp``, 127.0.0.1 unless told otherwise, with ``/metrics`` (Prometheus
+text) and ``/healthz`` beside it (``ops``). ``memories_for(memory_factory,
 app_name=, users=)`` opens each user's memory on the index of the store holding that user's
 memories (``longterm.locate``: the rule every CLI command follows), so the server finds what
 the application and ``longterm search`` find.
@@ -37,6 +38,7 @@ from starlette.types import Receive, Scope, Send
 from ..locate import MemoryFactory, locate_indices
 from ..memory import LongTermMemory
 from ..records import bound_depth, repair_tree
+from . import ops
 from .auth import Tokens
 from .tools import build_server
 
@@ -46,7 +48,7 @@ MESSAGE_DEPTH = 64
 #: Path of the MCP endpoint over HTTP.
 ENDPOINT = "/mcp"
 #: Addresses that only this machine reaches.
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
+LOOPBACK = ops.LOOPBACK
 #: Largest HTTP request body (bytes): far above any tool's limits, so that a 10 MB query
 #: reaches the tool and is refused with a tool error that says why, not a bare HTTP 413.
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -136,7 +138,8 @@ def http_app(
     host: str = "127.0.0.1",
 ) -> Starlette:
     """The ASGI app of ``serve_http``: one MCP server per user the token file names, on that
-    user's memory (``memories``: one for all, or one per user, as ``memories_for`` gives)."""
+    user's memory (``memories``: one for all, or one per user, as ``memories_for`` gives), and
+    ``/metrics`` and ``/healthz`` (``ops``: open on loopback, behind a token elsewhere)."""
     per_user = _one_each(memories, tokens.users)
     servers = {u: build_server(per_user[u], app_name=app_name, user_id=u) for u in tokens.users}
     for server in servers.values():
@@ -153,7 +156,8 @@ def http_app(
             for memory in {id(m): m for m in per_user.values()}.values():
                 await memory.close()
 
-    return Starlette(routes=[Route(ENDPOINT, endpoint=_Gate(tokens, servers))], lifespan=lifespan)
+    operations = ops.routes(per_user, app_name=app_name, tokens=tokens, host=host)
+    return Starlette(routes=[Route(ENDPOINT, endpoint=_Gate(tokens, servers)), *operations], lifespan=lifespan)
 
 
 async def serve_http(

@@ -34,7 +34,7 @@ from ..memory import LongTermMemory
 from ..records import MemoryRecord, check_id, record_id, repair_tree
 from ..sessions import event_ids
 
-log = logging.getLogger("longterm.mcp")
+log = logging.getLogger(__name__)
 
 #: Longest search query (characters): a question, not a document.
 MAX_QUERY_CHARS = 4_000

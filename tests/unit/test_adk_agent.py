@@ -19,6 +19,7 @@ from longterm import ConfigurationError, LongTermMemory, MemoryAutoSavePolicy
 from longterm.backends.local import LocalBackend
 from longterm.integrations.adk import Agent, Runner
 from longterm.retrieval.embedders import HashingEmbedder
+from longterm.telemetry import pseudonym
 from longterm.testing.scripted_llm import ScriptedLlm
 
 APP = "assistant_app"
@@ -278,7 +279,7 @@ async def test_failing_backend_never_breaks_the_reply(tmp_path: Path, caplog: py
         events = await say(runner, sessions, "gu", "s1", "my locker code is 4711")
         assert events[-1].content.parts[0].text == "ok"  # the reply arrived
         await asyncio.sleep(0.2)
-    assert "auto-save of session s1 failed" in caplog.text and "disk unplugged" in caplog.text
+    assert f"auto-save of session {pseudonym('s1')} failed" in caplog.text and "disk unplugged" in caplog.text
     backend.down = False
     await say(runner, sessions, "gu", "s1", "and my bike is red")  # next trigger retries
     await eventually(lambda: _count(memory, "gu", 2))

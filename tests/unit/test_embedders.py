@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import numpy as np
@@ -167,3 +168,26 @@ def test_the_openai_embedder_serves_every_event_loop_and_is_closed_with_the_memo
     embedder = memory.backend_instance.embedder
     memory.close_sync()
     assert embedder._client is None  # closed with the memory
+
+
+def test_openai_never_retries_past_its_timeout(scripted_service: str):
+    """A 503 asking to come back in 20 s, with timeout=1: the call ends at once, saying why
+    (the retry loop used to sleep through every backoff: 15.5 s on five failures)."""
+    from longterm import BackendUnavailableError
+
+    _Script.replies = [(503, {"error": "busy"}, {"Retry-After": "20"})] * 3
+    e = OpenAIEmbedder("m1", base_url=scripted_service, dim=3, timeout=1)
+    started = time.monotonic()
+    with pytest.raises(BackendUnavailableError, match=r"did not answer within 1 s \(it answered 503\)"):
+        e.embed(["hello"])
+    assert time.monotonic() - started < 1 and len(_Script.requests) == 1
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("inf"), "10", True])
+def test_openai_timeout_must_be_a_positive_number(timeout):
+    with pytest.raises(ConfigurationError, match="timeout must be a positive number"):
+        OpenAIEmbedder(base_url="http://127.0.0.1:9/v1", timeout=timeout)
+
+
+def test_openai_default_timeout_is_ten_seconds():
+    assert OpenAIEmbedder(base_url="http://127.0.0.1:9/v1").timeout == 10.0

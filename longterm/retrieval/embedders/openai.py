@@ -10,10 +10,17 @@ caller and is closed with the memory. Batches keep request counts low; 429 and 5
 exponential backoff (honouring ``Retry-After``) because rate limits are routine; any
 other 4xx is the caller's mistake (bad key, unknown model) and fails at once with the
 server's message, never as an empty result.
+
+``timeout`` (seconds, default ``DEFAULT_TIMEOUT``) bounds a whole ``embed`` call, every batch
+and retry included: a deadline, not a per-request setting, so no retry loop runs past it and
+an agent's search degrades to full text within it. A refused connection fails at once
+(nothing listens there: waiting would only hold the caller); a service that accepts and
+never answers is given what is left of the deadline.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Sequence
@@ -25,7 +32,11 @@ from ...config import env
 from ...errors import BackendError, BackendUnavailableError, ConfigurationError, require
 from .base import Kind, normalize
 
+log = logging.getLogger(__name__)
+
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+#: Seconds one ``embed`` call may take, retries included, unless ``timeout=`` says otherwise.
+DEFAULT_TIMEOUT = 10.0
 
 #: Dimensions of common embedding models, by model name (lower case, a provider prefix such as
 #: ``openai/`` or ``BAAI/`` dropped). A model not listed is asked once: its first embedding says.
@@ -75,7 +86,7 @@ class OpenAIEmbedder:
         dim: int | None = None,
         batch_size: int = 128,
         max_retries: int = 5,
-        timeout: float = 60.0,
+        timeout: float = DEFAULT_TIMEOUT,
         query_prefix: str = "",
         passage_prefix: str = "",
     ) -> None:
@@ -87,7 +98,11 @@ class OpenAIEmbedder:
         self.model = model
         self.batch_size = batch_size
         self.max_retries = max_retries
-        self.timeout = timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
+            raise ConfigurationError(
+                f"the openai embedder's timeout must be a positive number of seconds, got {timeout!r}."
+            )
+        self.timeout = float(timeout)
         self._prefix = {"query": query_prefix, "passage": passage_prefix}
         self._dim = dim or known_dim(model)
         self._dim_given = dim is not None  # only a dimension the caller chose is sent as "dimensions"
@@ -114,20 +129,38 @@ class OpenAIEmbedder:
                 self._client = self._httpx.Client(timeout=self.timeout)
             return self._client
 
-    def _post(self, batch: list[str]) -> list[list[float]]:
+    def _late(self, url: str, what: str) -> BackendUnavailableError:
+        return BackendUnavailableError(
+            f"the embedding service at {url} did not answer within {self.timeout:g} s ({what}); check that it is up, "
+            "or raise the embedder's timeout (e.g. {'name': 'openai', ..., 'timeout': 30})."
+        )
+
+    def _post(self, batch: list[str], deadline: float) -> list[list[float]]:
+        """One batch, retried within ``deadline`` (``time.monotonic()``)."""
         client = self._http()
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         body: dict[str, Any] = {"model": self.model, "input": batch}
         if self._dim and self._dim_given:
             body["dimensions"] = self._dim
         url = f"{self.base_url}/embeddings"
-        delay = 0.5
+        delay, failure = 0.5, "no answer"
         for attempt in range(self.max_retries + 1):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise self._late(url, failure)
             try:
-                resp = client.post(url, json=body, headers=headers)
+                resp = client.post(url, json=body, headers=headers, timeout=left)
+            except self._httpx.ConnectError as exc:  # refused, no route, no such host: nothing to wait for
+                raise BackendUnavailableError(
+                    f"cannot reach the embedding service at {url}: {exc or type(exc).__name__}. Check that it is "
+                    "running and LONGTERM_EMBEDDING_BASE_URL (or the embedder's base_url)."
+                ) from exc
+            except self._httpx.TimeoutException as exc:
+                raise self._late(url, f"{type(exc).__name__}") from exc
             except self._httpx.TransportError as exc:
+                failure = f"{type(exc).__name__}: {exc}"
                 if attempt == self.max_retries:
-                    raise BackendUnavailableError(f"cannot reach the embedding service at {url}: {exc}") from exc
+                    raise BackendUnavailableError(f"cannot reach the embedding service at {url}: {failure}") from exc
             else:
                 if resp.status_code == 200:
                     data = sorted(resp.json()["data"], key=lambda d: d["index"])
@@ -138,18 +171,23 @@ class OpenAIEmbedder:
                         f"the embedding service at {url} answered {resp.status_code} for model "
                         f"{self.model!r}: {detail}. Check the model name and LONGTERM_EMBEDDING_API_KEY."
                     )
+                failure = f"it answered {resp.status_code}"
                 retry_after = resp.headers.get("retry-after")
                 if retry_after and retry_after.replace(".", "", 1).isdigit():
                     delay = max(delay, float(retry_after))
+            if time.monotonic() + delay >= deadline:  # the retry would start past the deadline
+                raise self._late(url, failure)
+            log.debug("embedding service %s: %s; retrying in %g s", url, failure, delay)
             time.sleep(delay)
             delay = min(delay * 2, 30.0)
         raise AssertionError("unreachable")
 
     def embed(self, texts: Sequence[str], *, kind: Kind = "passage") -> np.ndarray:
         prefix = self._prefix[kind]
+        deadline = time.monotonic() + self.timeout
         out: list[list[float]] = []
         for i in range(0, len(texts), self.batch_size):
-            out.extend(self._post([prefix + t for t in texts[i : i + self.batch_size]]))
+            out.extend(self._post([prefix + t for t in texts[i : i + self.batch_size]], deadline))
         if not out:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
         arr = normalize(np.asarray(out, dtype=np.float32))

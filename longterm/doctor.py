@@ -1,0 +1,191 @@
+"""``longterm doctor``: is this store fit to serve, and if not, what to do.
+
+The seam: ``await diagnose(open_memory)`` runs the checks on the memory ``open_memory()``
+opens (the CLI's options: ``--backend``, ``--config``, ``--index``, ``--embedder``) and returns
+``Check`` rows, each ``ok``, ``warn`` or ``fail`` with what was found and what to do;
+``failed(rows)`` says whether the command exits 1. The checks, in order:
+
+- **configuration**: the memory can be built from the options and the environment;
+- **store file** (local): SQLite's ``PRAGMA quick_check`` on a read-only connection, before
+  the engine touches the file;
+- **backend**: it answers within ``DEADLINE`` (listing its indices prepares the store, so the
+  core's own checks run: schema, the **embedder identity** the store remembers);
+- **index**: the index this memory reads holds memories, else which ones do;
+- **backlogs**: records saved without vectors waiting for the background embedder (local);
+- **versions**: longterm, Python, SQLite, the engine's server where that is cheap (Redis).
+
+Why read-only first and bounded: a doctor is run when something is wrong; the local file is
+examined on a read-only connection before any engine opens it (a missing one is reported,
+not created), and no step waits past ``DEADLINE`` for a server that is down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from . import __version__
+from .errors import BackendUnavailableError, ConfigurationError, LongTermMemoryError
+
+#: Seconds the backend may take to answer before the doctor says it cannot be reached.
+DEADLINE = 5.0
+#: Problems of ``quick_check`` shown (a damaged file may list thousands).
+SHOWN_PROBLEMS = 3
+
+Status = Literal["ok", "warn", "fail"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One row of the doctor's table."""
+
+    name: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+
+def failed(rows: list[Check]) -> bool:
+    """Whether a row failed (the command then exits 1)."""
+    return any(r.status == "fail" for r in rows)
+
+
+def _sqlite_file(path: Path) -> list[Check]:
+    """``PRAGMA quick_check`` and the embedding backlog of a local store, read-only."""
+    if not path.exists():
+        return [Check("store file", "warn", f"no store at {path} yet", "it is made at the first save; check the path")]
+    damaged = (
+        f"restore {path.name} from a backup, or move it aside (keep the copy) and start a new store; "
+        "`longterm export` may still read what is intact"
+    )
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=DEADLINE)
+    except sqlite3.Error as exc:
+        return [Check("store file", "fail", f"{path} cannot be opened: {exc}", damaged)]
+    try:
+        problems = [str(row[0]) for row in conn.execute("PRAGMA quick_check")]
+        if problems != ["ok"]:
+            shown = "; ".join(problems[:SHOWN_PROBLEMS]) + (" ..." if len(problems) > SHOWN_PROBLEMS else "")
+            return [Check("store file", "fail", f"{path} is damaged (SQLite quick_check: {shown})", damaged)]
+        rows = [Check("store file", "ok", f"{path}: SQLite quick_check ok")]
+        rows += _local_backlog(conn)
+        return rows
+    except sqlite3.DatabaseError as exc:
+        return [Check("store file", "fail", f"{path} is damaged or not a longterm store: {exc}", damaged)]
+    finally:
+        conn.close()
+
+
+def _local_backlog(conn: sqlite3.Connection) -> list[Check]:
+    try:
+        (waiting,) = conn.execute("SELECT count(*) FROM unembedded").fetchone()
+    except sqlite3.OperationalError:  # a store made before vectors existed
+        return []
+    if not waiting:
+        return [Check("embedding backlog", "ok", "no memory waits for its vector")]
+    return [
+        Check(
+            "embedding backlog",
+            "warn",
+            f"{waiting} memories wait for their vectors (found by full text meanwhile)",
+            "a memory opened with embed_later embeds them in the background; if the number does not fall, "
+            "check the embedder (its errors are logged as 'embedding saved memories failed')",
+        )
+    ]
+
+
+def _reach_problem(exc: BaseException, backend: str) -> Check:
+    if isinstance(exc, ConfigurationError) and "written with" in str(exc):
+        return Check(
+            "embedder identity",
+            "fail",
+            str(exc),
+            "pass the embedder the store was made with (--embedder, or the application's embedder=), "
+            "or use another index",
+        )
+    if isinstance(exc, (BackendUnavailableError, TimeoutError, asyncio.TimeoutError)):
+        detail = str(exc) or f"{backend} did not answer within {DEADLINE:g} s"
+        return Check("backend", "fail", detail, "start the server, or fix its address in --config / LONGTERM_*")
+    return Check("backend", "fail", str(exc), "see the message; `longterm --help` lists the options")
+
+
+def _server_version(backend: Any) -> str | None:
+    """The engine server's version where one round trip gives it (Redis), else None."""
+    if getattr(backend, "name", "") != "redis" or not getattr(backend, "url", None):
+        return None
+    try:
+        import redis
+
+        client = redis.Redis.from_url(backend.url, socket_timeout=2, socket_connect_timeout=2)
+        try:
+            info = client.info("server")
+            modules = {m.get("name"): m.get("ver") for m in client.module_list()}
+        finally:
+            client.close()
+    except Exception:
+        return None
+    search = modules.get("search") or modules.get(b"search")
+    return f"redis {info.get('redis_version')}" + (f", RediSearch {search}" if search else "")
+
+
+async def diagnose(open_memory: Callable[[], Any]) -> list[Check]:
+    """Every check on the memory ``open_memory()`` builds (see the module docstring)."""
+    versions = f"longterm {__version__}, Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}"
+    try:
+        memory = open_memory()
+    except LongTermMemoryError as exc:
+        return [
+            Check("configuration", "fail", str(exc), "fix --backend/--config or the LONGTERM_* variables"),
+            Check("versions", "ok", versions),
+        ]
+    try:
+        return await _store_checks(memory, versions)
+    finally:
+        try:
+            await asyncio.wait_for(memory.close(), DEADLINE)
+        except (LongTermMemoryError, TimeoutError, asyncio.TimeoutError):
+            pass  # what failed is in the table already
+
+
+async def _store_checks(memory: Any, versions: str) -> list[Check]:
+    backend = memory.backend_instance
+    embedder = getattr(backend, "embedder", None)
+    what = f"backend {memory.backend_name} at {getattr(backend, 'where', '?')}, index {memory.index!r}, "
+    what += f"embedder {embedder.id!r}" if embedder is not None else "no embedder (full text only)"
+    rows = [Check("configuration", "ok", what)]
+    path = getattr(backend, "path", None)
+    if memory.backend_name == "local" and isinstance(path, Path):
+        rows += _sqlite_file(path)
+        if failed(rows) or not path.exists():
+            return [*rows, Check("versions", "ok", versions)]
+    try:
+        indices = await asyncio.wait_for(memory.indices(), DEADLINE)
+    except (LongTermMemoryError, TimeoutError, asyncio.TimeoutError) as exc:
+        return [*rows, _reach_problem(exc, memory.backend_name), Check("versions", "ok", versions)]
+    rows.append(Check("backend", "ok", f"answers; indices holding memories: {', '.join(indices) or 'none'}"))
+    if embedder is not None:
+        off = getattr(backend, "vectors_off", None)
+        if off:
+            rows.append(Check("embedder identity", "warn", off, "`longterm migrate` into a new index adds vectors"))
+        else:
+            rows.append(Check("embedder identity", "ok", f"the store's vectors are {embedder.id!r}'s"))
+    if indices and memory.index not in indices:
+        rows.append(
+            Check(
+                "index",
+                "warn",
+                f"index {memory.index!r} holds no memories; these do: {', '.join(indices)}",
+                "pass --index (the application's index=, or app_name) to examine another",
+            )
+        )
+    server = await asyncio.to_thread(_server_version, backend)
+    rows.append(Check("versions", "ok", versions + (f", {server}" if server else "")))
+    return rows
+
+
+__all__ = ["DEADLINE", "Check", "diagnose", "failed"]

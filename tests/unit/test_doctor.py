@@ -1,0 +1,102 @@
+"""``longterm doctor`` as an operator runs it (a real subprocess): a healthy store exits 0; a
+damaged file, a server that is down and a changed embedder each exit 1, the problem named
+in the table and in the one ``error:`` line, with what to do."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+from longterm import LongTermMemory
+from tests.conftest import make_session
+from tests.services.redis_server import free_port
+
+EMBEDDER = {"name": "hashing", "dim": 8}
+PAGE = 4096
+
+
+def doctor(
+    tmp_path: Path, *args: str, embedder: dict | None = None, as_json: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """``longterm ARGS doctor [--embedder JSON] [--json]``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LONGTERM_")}
+    env |= {"LONGTERM_HOME": str(tmp_path / "home"), "COLUMNS": "400"}
+    options = (("--embedder", json.dumps(embedder)) if embedder else ()) + (("--json",) if as_json else ())
+    cmd = [sys.executable, "-m", "longterm.cli", *args, "doctor", *options]
+    return subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+
+
+def store(path: Path, sessions: int = 1) -> None:
+    memory = LongTermMemory(backend_config={"path": str(path), "embedder": EMBEDDER})
+    try:
+        for i in range(sessions):
+            turns = [("user", f"note {i} {j}: the tulips in bed {i} need water " * 8) for j in range(10)]
+            memory.add_session_to_memory_sync(make_session(f"s{i}", user=f"u{i % 3}", app="default_app", turns=turns))
+    finally:
+        memory.close_sync()
+
+
+def rows(out: subprocess.CompletedProcess[str]) -> dict[str, dict[str, str]]:
+    """The doctor's rows by check name."""
+    return {r["check"]: r for r in json.loads(out.stdout)}
+
+
+def local(path: Path) -> tuple[str, ...]:
+    return ("--config", json.dumps({"path": str(path)}))
+
+
+def test_a_healthy_store_exits_0(tmp_path: Path) -> None:
+    store(tmp_path / "memory.db")
+    out = doctor(tmp_path, *local(tmp_path / "memory.db"), embedder=EMBEDDER)
+    assert out.returncode == 0, out.stdout + out.stderr
+    found = rows(out)
+    assert {r["status"] for r in found.values()} == {"ok"}, found
+    assert "quick_check ok" in found["store file"]["found"]
+    assert found["backend"]["found"] == "answers; indices holding memories: default_app"
+    assert "hashing-v1-8" in found["embedder identity"]["found"]
+    assert found["embedding backlog"]["status"] == "ok" and "longterm 0." in found["versions"]["found"]
+    table = doctor(tmp_path, *local(tmp_path / "memory.db"), embedder=EMBEDDER, as_json=False)
+    assert table.returncode == 0 and "longterm doctor" in table.stdout and "quick_check" in table.stdout
+
+
+def test_a_damaged_store_exits_1(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    store(path, sessions=40)
+    with open(path, "r+b") as f:  # a page in the middle overwritten
+        f.seek((path.stat().st_size // PAGE // 2) * PAGE)
+        f.write(random.Random(7).randbytes(PAGE))
+    out = doctor(tmp_path, *local(path), embedder=EMBEDDER)
+    assert out.returncode == 1, out.stdout
+    damaged = rows(out)["store file"]
+    assert damaged["status"] == "fail" and "is damaged" in damaged["found"]
+    assert "restore memory.db from a backup" in damaged["fix"]
+    assert out.stderr.startswith("error: doctor found a problem: store file") and "Traceback" not in out.stderr
+
+
+def test_a_server_that_is_down_exits_1(tmp_path: Path) -> None:
+    config = json.dumps({"url": f"redis://127.0.0.1:{free_port()}/0", "socket_timeout": 1})
+    out = doctor(tmp_path, "--backend", "redis", "--config", config)
+    assert out.returncode == 1, out.stdout
+    down = rows(out)["backend"]
+    assert down["status"] == "fail" and "redis" in down["found"] and "start the server" in down["fix"]
+    assert "problem: backend" in out.stderr
+
+
+def test_a_changed_embedder_exits_1(tmp_path: Path) -> None:
+    store(tmp_path / "memory.db")
+    out = doctor(tmp_path, *local(tmp_path / "memory.db"), embedder={"name": "hashing", "dim": 16})
+    assert out.returncode == 1, out.stdout
+    changed = rows(out)["embedder identity"]
+    assert changed["status"] == "fail" and "written with 'hashing-v1-8'" in changed["found"]
+    assert "pass the embedder the store was made with" in changed["fix"]
+    assert "problem: embedder identity" in out.stderr
+
+
+def test_a_bad_configuration_exits_1(tmp_path: Path) -> None:
+    out = doctor(tmp_path, "--backend", "local", "--config", json.dumps({"no_such_option": 1}))
+    assert out.returncode == 1 and "problem: configuration" in out.stderr
+    assert "no_such_option" in rows(out)["configuration"]["found"]
