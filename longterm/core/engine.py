@@ -397,8 +397,8 @@ class Engine:
             self._open()
             want = self.embedder.id if self.embedder is not None else ""
             have = self._meta_get(EMBEDDER_KEY)
-            if have is None:
-                self._meta_set(EMBEDDER_KEY, want)
+            if have is None:  # a store (or index) nothing was written to: recorded with the first write,
+                self._unrecorded = True  # so opening it, to read, never writes (nor waits for a writer)
             elif want and not have:
                 self.vectors_off = (
                     f"this store was made without an embedder, so it holds no vectors for {want!r}; results are "
@@ -591,9 +591,33 @@ class Engine:
 
     # -- the backend contract (what the facade calls) ------------------------------------
 
+    _unrecorded = False
+    """The store has no embedder identity yet (``_prepare``): the first write records it."""
+
+    def _record_embedder(self) -> None:
+        """Before the first write of a store opened without an embedder identity: record ours, or
+        refuse as ``_prepare`` does if another process recorded a different one meanwhile."""
+        want = self.embedder.id if self.embedder is not None else ""
+        have = self._meta_get(EMBEDDER_KEY)
+        if have is None:
+            self._meta_set(EMBEDDER_KEY, want)
+        elif want and have != want:
+            raise ConfigurationError(
+                f"the {self.name} store at {self.where} was written with {have or 'no embedder'!r} since this memory "
+                f"opened it, but this memory is configured with {want!r}: use the embedder it was made with, or "
+                "another index."
+            )
+        self._unrecorded = False
+
+    async def _before_write(self) -> None:
+        await self._ready()
+        if self._unrecorded:
+            await self._run("saving memories", self._record_embedder)
+
     async def upsert(self, records: Sequence[MemoryRecord]) -> None:
         """Insert or replace ``records`` by id; return once the engine confirmed it."""
         if records:
+            await self._before_write()
             vectors = await self._passages(records)
             await self._run("saving memories", self._write, list(records), vectors)
             if self.embed_later:
@@ -613,6 +637,7 @@ class Engine:
         ``new_only``: leave out records of events the ledger holds by now (another worker saved
         them, or the user erased them, since the caller read it): a save planned from a stale
         read never brings an erased memory back."""
+        await self._before_write()
         vectors = await self._passages(records)
         commit = self._commit_new if new_only else self._commit
         await self._run("saving memories", commit, list(records), vectors, scope, session_id, list(event_ids))

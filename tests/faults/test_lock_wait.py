@@ -105,3 +105,24 @@ async def test_a_search_answers_while_the_same_memorys_save_waits_for_the_lock(h
     finally:
         holder.kill()
         await asyncio.wait_for(memory.close(), HOLD + 10)
+
+
+async def test_an_index_never_opened_before_opens_and_answers_behind_the_lock(home: Path, holder: Any) -> None:
+    """Opening an index nobody wrote to (the CLI's index lookup opens them) recorded its embedder
+    at once, so it waited for the writer; the identity is now recorded with the first write."""
+    config = {"path": str(home / "memory.db")}
+    memory = LongTermMemory(backend="local", backend_config=config, index="never_opened_before")
+    try:
+        start = time.monotonic()
+        assert await asyncio.wait_for(memory.count(app_name=APP, user_id=USER), ANSWER) == 0
+        assert await asyncio.wait_for(memory.search(query="spare key", user_id=USER), ANSWER) == []
+        assert time.monotonic() - start < 2.0
+    finally:
+        holder.kill()
+        await asyncio.wait_for(memory.close(), HOLD + 10)
+    again = LongTermMemory(backend="local", backend_config=config, index="never_opened_before", app_name=APP)
+    try:  # the first write records the (absent) embedder, as opening used to
+        await again.add("a first memory", user_id=USER)
+        assert again.backend_instance._meta_get("embedder") == ""  # type: ignore[attr-defined]
+    finally:
+        await again.close()
