@@ -170,6 +170,16 @@ class DictBackend(Engine):
             records = [docs[i].record for i in ids]
         return records, (ids[-1] if len(ids) == size else None)
 
+    def _scopes(self) -> list[tuple[str, str, int]]:
+        with self.store.lock:
+            return [
+                (app, user, len(d)) for (index, app, user), d in self.store.docs.items() if index == self.index and d
+            ]
+
+    def _indices(self) -> list[str]:
+        with self.store.lock:
+            return sorted({index for (index, _, _), d in self.store.docs.items() if d})
+
 
 if __name__ == "__main__":
     import asyncio
