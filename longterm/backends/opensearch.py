@@ -259,8 +259,20 @@ class OpenSearchBackend(Engine):
         return {"bool": {"filter": terms}}
 
     def _hits(self, index: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """A search's hits. A 503 "all shards failed" while the index's shards are still starting
+        (another worker created it a moment ago; the client's own retries come at once) waits for
+        them, within the engine's timeout, and asks once more."""
         body = {**body, "track_total_hits": False}
-        return self.client.search(index=index, body=body, allow_partial_search_results=False)["hits"]["hits"]
+        try:
+            return self.client.search(index=index, body=body, allow_partial_search_results=False)["hits"]["hits"]
+        except self._os.exceptions.TransportError as exc:
+            if exc.status_code != 503 or "search_phase_execution_exception" not in str(exc):
+                raise
+            wait = {"timeout": f"{self.timeout or 30:g}s", "request_timeout": (self.timeout or 30) + 5}
+            self.client.cluster.health(
+                index=index, wait_for_status="yellow", wait_for_no_initializing_shards=True, **wait
+            )
+            return self.client.search(index=index, body=body, allow_partial_search_results=False)["hits"]["hits"]
 
     def _scored(self, body: dict[str, Any]) -> list[tuple[MemoryRecord, float]]:
         hits = self._hits(self.index, {**body, "_source": ["doc"]})

@@ -180,6 +180,30 @@ async def test_a_save_waits_for_an_index_another_worker_just_created(os_cfg: dic
     await memory.close()
 
 
+async def test_a_search_whose_shards_are_not_started_waits_for_them(os_cfg: dict):
+    """The engine is open, but a shard it searches is not started (the index re-created by another
+    worker, a node restarting): reading the ledger waited for nothing and failed the save with a
+    503 "all shards failed" (the client's own retries come at once); it now waits for the shards."""
+    memory = LongTermMemory(backend="opensearch", backend_config=os_cfg)
+    await memory.count(app_name="app", user_id="u1")  # open: past the open-time wait
+    admin, index = OpenSearch(os_cfg["url"]), index_name(os_cfg["prefix"], "default_app")
+    name = index + ".ledger"
+    mappings = admin.indices.get_mapping(index=name)[name]["mappings"]
+    settings = admin.indices.get_settings(index=name)[name]["settings"]["index"]
+    admin.indices.delete(index=name)
+    kept = {k: settings[k] for k in ("number_of_replicas",) if k in settings}
+    nowhere = {**kept, "routing": {"allocation": {"require": {"_name": "no-such-node"}}}}
+    admin.indices.create(
+        index=name, body={"settings": {"index": nowhere}, "mappings": mappings}, params={"wait_for_active_shards": "0"}
+    )
+    save = asyncio.create_task(memory.add_session_to_memory(make_session()))
+    await asyncio.sleep(1.5)
+    assert not save.done(), save  # waiting for the shards, not failed
+    admin.indices.put_settings(index=name, body={"index.routing.allocation.require._name": None})
+    assert (await save).saved == 1
+    await memory.close()
+
+
 async def test_one_memory_used_from_many_threads_and_loops(os_cfg: dict):
     """No client is bound to an event loop: threads with their own loops and the sync
     wrappers share one memory."""
