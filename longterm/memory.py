@@ -43,7 +43,7 @@ from ._sync import SyncPortal
 from .autosave import AutoSaver
 from .core import registry
 from .core.backend import Backend
-from .core.engine import Engine
+from .core.engine import Engine, sorted_page
 from .core.ledger import HomeLedger, Ledger
 from .entries import MemoryEntry, MemoryServiceBase, SearchMemoryResponse, make_content
 from .errors import (
@@ -181,22 +181,26 @@ def _direct_records(
     return records, len(seen)
 
 
-def _make_cursor(record: MemoryRecord) -> str:
-    """An opaque ``get_all`` cursor: the (time, id) of a page's last memory."""
-    return base64.urlsafe_b64encode(json.dumps([record.timestamp, record.id]).encode()).decode().rstrip("=")
+def _make_cursor(position: Any, newest_first: bool) -> str:
+    """An opaque ``get_all`` cursor: the engine's position after a page, and the direction."""
+    raw = json.dumps({"n": newest_first, "at": position}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
-def _read_cursor(cursor: Any) -> tuple[float, str] | None:
+def _read_cursor(cursor: Any, newest_first: bool) -> Any:
+    """The engine's position of a ``get_all`` cursor (None: from the start)."""
     if cursor is None:
         return None
     try:
         if not isinstance(cursor, str):
             raise ValueError
-        ts, rid = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        return float(ts), str(rid)
+        body = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if not isinstance(body, dict) or body.get("n") is not newest_first or not isinstance(body.get("at"), list):
+            raise ValueError
+        return body["at"]
     except (ValueError, TypeError):
         raise InvalidInputError(
-            f"cursor {cursor!r} is not a cursor of get_all; pass None or a page's next_cursor."
+            f"cursor {cursor!r} is not a cursor of get_all in this direction; pass None or a page's next_cursor."
         ) from None
 
 
@@ -641,22 +645,25 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
                     return Memory.of(rec, kind="fact" if is_fact(rec) else "evidence")
         return None
 
-    async def get_all(self, *, user_id: str, limit: int = 100, cursor: str | None = None) -> MemoryPage:
-        """One page of the user's memories, oldest first; pass ``page.next_cursor`` for the next."""
+    async def get_all(
+        self, *, user_id: str, limit: int = 100, cursor: str | None = None, newest_first: bool = False
+    ) -> MemoryPage:
+        """One page of the user's memories by time, oldest first (``newest_first``: newest first);
+        pass ``page.next_cursor`` for the next. Each page is one engine call (``page_by_time``),
+        whatever the user holds."""
         scope = self._scope(self.default_app, user_id)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_TOP_K:
             raise InvalidInputError(f"limit must be an integer from 1 to {MAX_TOP_K}, got {limit!r}.")
-        after = _read_cursor(cursor)
-        rows: list[MemoryRecord] = []
+        at = _read_cursor(cursor, bool(newest_first))
+        pager = getattr(self._backend, "page_by_time", None)
         async with self._engine("reading memories"):
-            async for rec in self._backend.scan(scope):
-                if after is None or (rec.timestamp, rec.id) > after:
-                    rows.append(rec)
-        rows.sort(key=lambda r: (r.timestamp, r.id))
-        page = rows[:limit]
-        nxt = _make_cursor(page[-1]) if len(rows) > limit else None
+            if pager is not None:
+                page, nxt = await pager(scope, at, limit, newest_first=bool(newest_first))
+            else:  # a backend of the bare protocol: read the scope, sort it
+                page, nxt = sorted_page([r async for r in self._backend.scan(scope)], at, limit, bool(newest_first))
         return MemoryPage(
-            memories=[Memory.of(r, kind="fact" if is_fact(r) else "evidence") for r in page], next_cursor=nxt
+            memories=[Memory.of(r, kind="fact" if is_fact(r) else "evidence") for r in page],
+            next_cursor=None if nxt is None else _make_cursor(nxt, bool(newest_first)),
         )
 
     async def delete(self, memory_id: str, *, user_id: str) -> bool:
@@ -1069,8 +1076,10 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     def get_sync(self, memory_id: str, *, user_id: str) -> Memory | None:
         return self._sync(self.get(memory_id, user_id=user_id))
 
-    def get_all_sync(self, *, user_id: str, limit: int = 100, cursor: str | None = None) -> MemoryPage:
-        return self._sync(self.get_all(user_id=user_id, limit=limit, cursor=cursor))
+    def get_all_sync(
+        self, *, user_id: str, limit: int = 100, cursor: str | None = None, newest_first: bool = False
+    ) -> MemoryPage:
+        return self._sync(self.get_all(user_id=user_id, limit=limit, cursor=cursor, newest_first=newest_first))
 
     def delete_sync(self, memory_id: str, *, user_id: str) -> bool:
         return self._sync(self.delete(memory_id, user_id=user_id))

@@ -243,13 +243,7 @@ class Engine:
             page, page_cursor = self._page(scope, page_cursor, 1000)
             records.extend(page)
             if page_cursor is None:
-                break
-        records.sort(key=lambda r: (r.timestamp, r.id), reverse=newest_first)
-        if cursor is not None:
-            at = (float(cursor[0]), str(cursor[1]))
-            records = [r for r in records if ((r.timestamp, r.id) < at if newest_first else (r.timestamp, r.id) > at)]
-        page = records[:size]
-        return page, ([page[-1].timestamp, page[-1].id] if len(records) > size else None)
+                return sorted_page(records, cursor, size, newest_first)
 
     def _scopes(self) -> list[tuple[str, str, int]]:
         """(app, user, count) of every scope of this index holding at least one record, for
@@ -764,3 +758,14 @@ def unsaved(
     if len(keep) == len(records):
         return records, vectors
     return [records[i] for i in keep], None if vectors is None else vectors[keep]
+
+
+def sorted_page(records: list[MemoryRecord], at: Any, size: int, newest_first: bool) -> tuple[list[MemoryRecord], Any]:
+    """A page by time of ``records`` (all of a scope) after position ``at`` ((time, id); None: the
+    start), and the next position: ``_page_by_time`` of an engine without an index on time."""
+    records = sorted(records, key=lambda r: (r.timestamp, r.id), reverse=newest_first)
+    if at is not None:
+        key = (float(at[0]), str(at[1]))
+        records = [r for r in records if ((r.timestamp, r.id) < key if newest_first else (r.timestamp, r.id) > key)]
+    page = records[:size]
+    return page, ([page[-1].timestamp, page[-1].id] if len(records) > size else None)

@@ -17,7 +17,6 @@ looks must see them.
 from __future__ import annotations
 
 import base64
-import heapq
 import json
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -48,17 +47,19 @@ def iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat()
 
 
-def _cursor(record: MemoryRecord) -> str:
-    """Opaque page cursor: (time, id) of the page's last (oldest) memory."""
-    return base64.urlsafe_b64encode(json.dumps([record.timestamp, record.id]).encode()).decode().rstrip("=")
+def _cursor(position: Any) -> str:
+    """Opaque page cursor: the engine's position after the page's last (oldest) memory."""
+    return base64.urlsafe_b64encode(json.dumps(position).encode()).decode().rstrip("=")
 
 
-def _read_cursor(cursor: str | None) -> tuple[float, str] | None:
+def _read_cursor(cursor: str | None) -> Any:
     if not cursor:
         return None
     try:
-        ts, rid = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        return float(ts), str(rid)
+        position = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if not isinstance(position, list) or len(position) != 2:
+            raise ValueError
+        return position
     except (ValueError, TypeError):
         raise InvalidInputError("cursor is not a page cursor of this UI; follow the page's 'older' link.") from None
 
@@ -145,31 +146,19 @@ class Inspector:
         return self.memory(held[0])
 
     async def page(self, app: str, user: str, *, limit: int = PAGE, cursor: str | None = None) -> dict[str, Any]:
-        """One page of the user's memories, newest first, and the cursor of the next (older) one.
-
-        Scans the scope (no engine has a time-ordered page primitive yet; see docs/ui.md), keeping
-        only the ``limit + 1`` newest before the cursor."""
+        """One page of the user's memories, newest first, and the cursor of the next (older) one:
+        one call of the engine's time-ordered page primitive (``page_by_time``)."""
         memory = await self.where(app, user)
-        before = _read_cursor(cursor)
-        keep: list[tuple[float, str, MemoryRecord]] = []
-        async for rec in memory.iter_records(app_name=app, user_id=user):
-            key = (rec.timestamp, rec.id)
-            if before is not None and key >= before:
-                continue
-            item = (rec.timestamp, rec.id, rec)
-            if len(keep) <= limit:
-                heapq.heappush(keep, item)  # ids differ: records are never compared
-            elif key > keep[0][:2]:
-                heapq.heapreplace(keep, item)
-        newest = [r for _, _, r in sorted(keep, key=lambda t: (t[0], t[1]), reverse=True)]
-        page = newest[:limit]
-        nxt = _cursor(page[-1]) if len(newest) > limit else None
+        engine = memory.backend_instance
+        page, nxt = await engine.page_by_time(  # type: ignore[attr-defined]
+            Scope(app_name=app, user_id=user), _read_cursor(cursor), limit, newest_first=True
+        )
         return {
             "app": app,
             "user": user,
             "index": memory.index,
             "memories": [row(r) for r in page],
-            "next_cursor": nxt,
+            "next_cursor": None if nxt is None else _cursor(nxt),
         }
 
     async def search(self, app: str, user: str, query: str, *, top_k: int = TOP_K) -> dict[str, Any]:

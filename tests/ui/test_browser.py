@@ -15,6 +15,8 @@ from urllib.parse import quote
 import httpx
 from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.expected_conditions import staleness_of
+from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.ui.conftest import (
     ADMIN_TOKEN,
@@ -161,7 +163,10 @@ def test_a_cross_origin_form_is_refused(erasable: UIServer, browser: Any) -> Non
         f'<input name="csrf" value="{csrf}"><input type="submit" id="go"></form>'
     )
     browser.get("data:text/html," + quote(form))  # another origin's page
+    page = browser.find_element(By.TAG_NAME, "html")
     browser.find_element(By.ID, "go").click()
+    # a navigation from a data: page to another origin is not awaited by the click: wait for it
+    WebDriverWait(browser, 20).until(staleness_of(page))
     assert "cross-origin request refused" in browser.find_element(By.TAG_NAME, "body").text
     count = httpx.get(erasable.url + "/api/", timeout=10).json()
     assert {"index": APP, "app": APP, "user": USER, "memories": ALICE_COUNT} in count
