@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 from .. import config as _config
 from .._sqlite import SQLITE_RULES
-from ..config import parse_backend_config
+from ..config import parse_backend_config, private_dir
 from ..config.backends import Mem0Config
 from ..core.engine import EMBEDDER_KEY, Engine, Query, keep
 from ..core.errors import Rule
@@ -178,7 +178,7 @@ class Mem0Backend(Engine):
             raise BackendError(self._forked)
         if self._mem is not None:
             return
-        self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(self.path)
         os.environ.setdefault("MEM0_DIR", str(self.path))  # read when mem0 is first imported
         os.environ.setdefault("MEM0_TELEMETRY", "False")
         mem0 = require("mem0", package="mem0ai", extra="mem0", purpose="The mem0 backend")

@@ -96,3 +96,18 @@ def test_an_existing_store_open_to_others_is_kept_and_warned_about_once(
     assert len(warnings) == 1, warnings
     assert f"chmod 600 '{db}'" in warnings[0] and "0644" in warnings[0]
     assert mode(db) == 0o644  # kept: the owner decides
+
+
+@pytest.mark.parametrize("engine", ["edge", "local"])
+def test_embedded_qdrant_makes_its_directories_owner_only(tmp_path: Path, engine: str) -> None:
+    """mkdir(parents=True, mode=0o700) made the missing parents with the umask's mode (0755)."""
+    path = tmp_path / "deep" / "er" / "qdrant"
+    old = os.umask(0o022)
+    try:
+        memory = LongTermMemory(backend="qdrant", backend_config={"path": str(path), "engine": engine})
+        memory.add_sync("a private note", user_id="u")
+        memory.close_sync()
+    finally:
+        os.umask(old)
+    for d in (tmp_path / "deep", tmp_path / "deep" / "er", path):
+        assert oct(d.stat().st_mode & 0o777) == oct(0o700), d

@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ...config import private_dir
 from ...core.engine import Engine, Query, keep
 from ...core.errors import Rule
 from ...core.scope import safe_name
@@ -143,7 +144,7 @@ def local_client(path: str | Path) -> Shared:
     with _LOCAL_LOCK:
         shared = _LOCAL.get(key)
         if shared is None:
-            Path(key).mkdir(parents=True, exist_ok=True, mode=0o700)
+            private_dir(Path(key))
             shared = _LOCAL[key] = Shared(key, qc.QdrantClient(path=key))
         shared.users += 1
         return shared

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..._sqlite import SQLITE_RULES
+from ...config import private_dir
 from ...core.engine import keep
 from ...core.errors import Rule
 from ...core.ledger import SideLedger
@@ -70,7 +71,7 @@ class QdrantEdgeBackend(QdrantEngine):
         self._refuse_in_child()
         if self._shard is not None:
             return
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(self.root)
         fd = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: see common.RULES
