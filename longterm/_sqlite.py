@@ -43,7 +43,7 @@ from .config import private_dir
 from .core.errors import Rule
 from .errors import BackendError, BackendUnavailableError, ConfigurationError
 
-log = logging.getLogger("longterm.sqlite")
+log = logging.getLogger(__name__)
 
 #: How long a writer (or an opener) waits for another process before giving up.
 BUSY_TIMEOUT_MS = 30_000

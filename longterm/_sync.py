@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 
 from .errors import BackendError
 
-log = logging.getLogger("longterm.sync")
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from .sessions import Content
 
-log = logging.getLogger("longterm")
+log = logging.getLogger(__name__)
 
 try:  # pragma: no branch - which arm runs depends on the install
     from google.adk.memory.base_memory_service import BaseMemoryService as MemoryServiceBase

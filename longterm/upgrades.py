@@ -22,7 +22,7 @@ from ._sqlite import write_transaction
 from .backends.local.schema import COLUMNS, stored_id
 from .retrieval.text import index_terms, segment
 
-log = logging.getLogger("longterm.upgrades")
+log = logging.getLogger(__name__)
 
 #: A local store written before scopes had ids (schema 1): its tables, moved over on open.
 LOCAL_V1_TABLES = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memories'"

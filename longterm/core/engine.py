@@ -68,7 +68,7 @@ from ..retrieval.text import query_terms
 from .errors import Rule, translate
 from .ledger import SideLedger
 
-log = logging.getLogger("longterm.core")
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 

@@ -60,7 +60,7 @@ from ..retrieval.text import STOPWORDS, index_terms, query_terms
 from .llm import ChatModel, FactsConfig, ModelError
 from .model import FACTS_SESSION, Fact, distilled_session, is_fact, iso, normal
 
-log = logging.getLogger("longterm.facts")
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 #: Hits a reconciliation search fetches to find the similar current facts among evidence.

@@ -35,7 +35,7 @@ from . import views
 from .data import Ambiguous, Inspector, NotFound
 from .security import COOKIE, Access, Principal, cross_origin, host_ok
 
-log = logging.getLogger("longterm.ui")
+log = logging.getLogger(__name__)
 
 HEADERS = {
     "Content-Security-Policy": (

@@ -50,7 +50,7 @@ from ...retrieval.text import segment
 from . import schema as sql
 from .vectors import EMBED_LATER, UNEMBEDDED, VECTOR_SCHEMA, VectorStore
 
-log = logging.getLogger("longterm.local")
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 #: Primitives that only read: they run on the reader threads (``LocalBackend._run``).
