@@ -181,6 +181,21 @@ def _direct_records(
     return records, len(seen)
 
 
+def _bounded(cfg: dict[str, Any], backend: str, timeout: float) -> None:
+    """``cfg`` with the facade's ``timeout`` where it names none: the engine's own key (``timeout_key``)
+    and an OpenAI-compatible embedder's; models that run in-process have no network to wait for."""
+    try:
+        key = getattr(registry.backend_class(backend), "timeout_key", "timeout")
+    except LongTermMemoryError:
+        return  # an unknown backend: its own error comes from create()
+    cfg.setdefault(key, timeout)
+    embedder = cfg.get("embedder")
+    if embedder == "openai":
+        cfg["embedder"] = {"name": "openai", "timeout": timeout}
+    elif isinstance(embedder, Mapping) and embedder.get("name") == "openai":
+        cfg["embedder"] = {"timeout": timeout, **embedder}
+
+
 def _make_cursor(position: Any, newest_first: bool) -> str:
     """An opaque ``get_all`` cursor: the engine's position after a page, and the direction."""
     raw = json.dumps({"n": newest_first, "at": position}, separators=(",", ":"))
@@ -267,6 +282,11 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     """The fact layer (``longterm.facts``): a dict of ``FactsConfig`` fields (``base_url``,
     ``model``, ``api_key``, ...), a ``FactsConfig``, False (off), or None: on when
     ``LONGTERM_FACTS_BASE_URL`` and ``LONGTERM_FACTS_MODEL`` are set, else off."""
+    timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """Seconds any one call to the store, the embedder or the fact model may take (each part's
+    own setting, where given, wins): a call past it fails, or a search degrades to full text,
+    within it. None: each part's default (the engine's, e.g. 30 s; the embedder's 10 s; the
+    fact model's 30 s)."""
     user_id: str = ""
     """Deprecated (as in VeADK): the default user of ``as_tool()`` and of a ``Runner`` given no
     ``user_id``; every call's own ``user_id`` wins. See ``longterm.compat``."""
@@ -320,6 +340,8 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
             cfg.setdefault("index", self.index)
             if self.embedder is not None:
                 cfg.setdefault("embedder", self.embedder)
+            if self.timeout is not None:
+                _bounded(cfg, self.backend, self.timeout)
             self._backend = registry.create(self.backend, cfg, _config.home())
         else:
             self._backend = self.backend
@@ -333,12 +355,14 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
             store = getattr(self._backend, "store_id", None) or f"{self.backend_name}:{self.index}"
             self._ledger = HomeLedger(_config.home() / "ledger.db", store)
         facts = FactsConfig.resolve(self.facts)
+        if facts is not None and self.timeout is not None and "timeout" not in facts.model_fields_set:
+            facts = facts.model_copy(update={"timeout": self.timeout})
         if facts is not None:
             self._facts = FactLayer(self._backend, self._ledger, facts)
             telemetry.register_backlog("facts", self._facts, FactLayer.pending, backend=self.backend_name)
 
     #: Fields that choose the store: fixed once the memory is open.
-    _FIXED = frozenset({"backend", "backend_config", "index", "app_name", "ledger", "embedder", "facts"})
+    _FIXED = frozenset({"backend", "backend_config", "index", "app_name", "ledger", "embedder", "facts", "timeout"})
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in self._FIXED and self._backend is not None:

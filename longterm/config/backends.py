@@ -37,6 +37,9 @@ class LocalConfig(HybridSettings):
     max_record_bytes: int = Field(LOCAL_MAX_RECORD_BYTES, ge=1)
     embed_later: bool = False
     """Save text only and embed in the background (see ``core.engine``)."""
+    timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
+    """Seconds a call may wait (for another process's write lock, say); None: reads 30 s, writes
+    as long as SQLite's busy timeout (30 s)."""
 
 
 class RedisConfig(HybridSettings):

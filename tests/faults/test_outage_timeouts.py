@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -247,3 +248,29 @@ async def test_a_runner_closed_with_the_store_down_raises_one_error_with_the_uns
     assert "events unsaved" in str(failed) and "recover_sessions" in str(failed) and took < TIMEOUT + SLACK + 2
     done, _ = await timed(memory.close(flush=False))
     assert done is None
+
+
+async def test_the_facades_timeout_bounds_the_embedder_and_the_store(tmp_path: Path, silent_port: str) -> None:
+    """One ``timeout=`` on the memory: an embedder configured without one (its default is 10 s) and
+    a store whose write lock another process holds both answer within it."""
+    embedder = {"name": "openai", "base_url": silent_port, "model": "text-embedding-3-small"}
+    path = tmp_path / "m.db"
+    m = LongTermMemory(backend="local", backend_config={"path": str(path)}, embedder=embedder, timeout=TIMEOUT)
+    try:
+        res, took = await timed(m.search_memory(app_name="app", user_id="u", query="anything at all"))
+        assert not isinstance(res, Exception) and took < TIMEOUT + SLACK, (res, took)
+    finally:
+        await m.close()
+    plain = LongTermMemory(backend="local", backend_config={"path": str(tmp_path / "p.db")}, timeout=TIMEOUT)
+    await plain.add("a first memory", user_id="u")
+
+    holder = sqlite3.connect(tmp_path / "p.db", isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")  # another writer holds the lock for longer than the timeout
+    try:
+        res, took = await timed(plain.add("a second memory", user_id="u"))
+        assert isinstance(res, BackendUnavailableError) and "within 2 s" in str(res), res
+        assert took < TIMEOUT + SLACK, took
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        await plain.close()

@@ -132,8 +132,8 @@ class LocalBackend(Engine):
     def from_config(cls, config: dict[str, Any], *, root: Path) -> LocalBackend:
         cfg = parse_backend_config(LocalConfig, config, cls.name)
         path = cfg.path or env("LONGTERM_LOCAL_PATH") or str(root / "memory.db")
-        kwargs = {"max_record_bytes": cfg.max_record_bytes, "embed_later": cfg.embed_later}
-        return cls(path, index=cfg.index, **kwargs, **cfg.hybrid_kwargs())
+        kwargs: dict[str, Any] = {"embed_later": cfg.embed_later, "timeout": cfg.timeout}
+        return cls(path, index=cfg.index, max_record_bytes=cfg.max_record_bytes, **kwargs, **cfg.hybrid_kwargs())
 
     @property
     def conn(self) -> sqlite3.Connection:
