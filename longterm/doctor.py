@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from . import __version__
 from .errors import BackendUnavailableError, ConfigurationError, LongTermMemoryError
+from .records import Scope
 
 #: Seconds the backend may take to answer before the doctor says it cannot be reached.
 DEADLINE = 5.0
@@ -183,9 +184,47 @@ async def _store_checks(memory: Any, versions: str) -> list[Check]:
                 "pass --index (the application's index=, or app_name) to examine another",
             )
         )
+    if not getattr(backend, "atomic_save", True) and memory.index in indices:
+        rows.append(await _ledger_agrees(memory))
     server = await asyncio.to_thread(_server_version, backend)
     rows.append(Check("versions", "ok", versions + (f", {server}" if server else "")))
     return rows
+
+
+#: How many users and records the ledger check reads at most (an operator's command, not a scan of a billion).
+LEDGER_USERS, LEDGER_RECORDS = 50, 20_000
+
+
+async def _ledger_agrees(memory: Any) -> Check:
+    """Where the engine writes records and ledger apart (``atomic_save`` False): every record of a
+    session the ledger knows is in that session's ledger. A record outside it is a save that was
+    cut off between its two writes (harmless: saving the session again marks it, writing nothing
+    twice); records of sessions the ledger never saw (``add_memory``, a restore) are not counted."""
+    backend, read, missing, where = memory.backend_instance, 0, 0, set()
+    for app, user, _ in (await asyncio.wait_for(memory.scopes(), DEADLINE))[:LEDGER_USERS]:
+        by_session: dict[str, set[str]] = {}
+        async for rec in memory.iter_records(app_name=app, user_id=user):
+            by_session.setdefault(rec.session_id, set()).add(rec.event_id)
+            read += 1
+            if read >= LEDGER_RECORDS:
+                break
+        for session_id, events in by_session.items():
+            saved = await backend.saved(Scope(app_name=app, user_id=user), session_id)
+            if saved and not events <= saved:
+                missing += len(events - saved)
+                where.add(session_id)
+        if read >= LEDGER_RECORDS:
+            break
+    if missing:
+        return Check(
+            "ledger",
+            "fail",
+            f"{missing} records of {len(where)} sessions are not in the store's ledger (a save cut off between "
+            "writing records and marking them)",
+            "save those sessions again (add_session_to_memory writes nothing twice and marks them), or "
+            "recover_sessions from the session service",
+        )
+    return Check("ledger", "ok", f"the ledger holds every record's event ({read} records read)")
 
 
 __all__ = ["DEADLINE", "Check", "diagnose", "failed"]

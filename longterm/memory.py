@@ -1117,6 +1117,9 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     def __exit__(self, *exc: object) -> None:
         self.close_sync()
 
+    def upsert_records_sync(self, records: Sequence[MemoryRecord]) -> None:
+        return self._sync(self.upsert_records(records))
+
     def scopes_sync(self) -> list[tuple[str, str, int]]:
         return self._sync(self.scopes())
 

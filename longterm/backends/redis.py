@@ -355,6 +355,7 @@ class RedisBackend(Engine):
         m = re.fullmatch(form, rest)
         return None if m is None else m.group(1)
 
+    atomic_save = True  # records and ledger in one transaction / one script
     purges = True
 
     def _purge(self) -> None:

@@ -335,6 +335,9 @@ class Engine:
         one step; a record changed or deleted since ``_unembedded`` read it is left alone."""
         raise NotImplementedError
 
+    #: Whether a save writes its records and its ledger marks in one atomic step (a transaction, a
+    #: script): where not, ``longterm doctor`` checks that they agree.
+    atomic_save: ClassVar[bool] = False
     #: Whether an erase leaves bytes in the engine's files that ``_purge`` compacts (an AOF,
     #: Lucene segments): read by ``purge``, the one place that asks (kombu's ``implements``).
     purges: ClassVar[bool] = False

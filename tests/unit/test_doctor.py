@@ -100,3 +100,29 @@ def test_a_bad_configuration_exits_1(tmp_path: Path) -> None:
     out = doctor(tmp_path, "--backend", "local", "--config", json.dumps({"no_such_option": 1}))
     assert out.returncode == 1 and "problem: configuration" in out.stderr
     assert "no_such_option" in rows(out)["configuration"]["found"]
+
+
+def test_records_outside_the_ledger_are_found_where_the_engine_writes_them_apart(tmp_path: Path) -> None:
+    """Embedded Qdrant writes records, then the ledger (a side file): a save cut off between the two
+    leaves records the ledger does not hold; doctor says so and how to mend it."""
+    from longterm.testing import make_record
+
+    config = {"path": str(tmp_path / "q"), "engine": "edge"}
+    memory = LongTermMemory(backend="qdrant", backend_config=config)
+    try:
+        memory.add_session_to_memory_sync(make_session("s1", turns=[("user", "a saved line"), ("user", "another")]))
+    finally:
+        memory.close_sync()
+    args = ("--backend", "qdrant", "--config", json.dumps(config))
+    healthy = doctor(tmp_path, *args)
+    assert healthy.returncode == 0 and rows(healthy)["ledger"]["status"] == "ok", healthy.stdout + healthy.stderr
+    memory = LongTermMemory(backend="qdrant", backend_config=config)
+    try:  # what a save cut off after its records wrote: a record of s1 whose event the ledger lacks
+        record = make_record("written, never marked", app="app", user="u1", session="s1", event="s1-e9")
+        memory.upsert_records_sync([record])
+    finally:
+        memory.close_sync()
+    out = doctor(tmp_path, *args)
+    assert out.returncode == 1, out.stdout + out.stderr
+    found = rows(out)["ledger"]
+    assert found["status"] == "fail" and "1 records of 1 sessions are not in the store's ledger" in found["found"]

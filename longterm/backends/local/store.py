@@ -202,6 +202,7 @@ class LocalBackend(Engine):
         if self._vectors is not None:
             self._vectors.close()
 
+    atomic_save = True  # records and ledger in one transaction / one script
     purge_note: ClassVar[str] = (
         "nothing more to compact: every local erase purges at once (secure delete, the full-text index merged, "
         "the WAL truncated)"
