@@ -60,6 +60,7 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
+from .. import telemetry
 from ..errors import BackendError, BackendUnavailableError, ConfigurationError, InvalidInputError, LongTermMemoryError
 from ..records import Hit, MemoryRecord, Scope
 from ..retrieval.embedders import Embedder, Kind
@@ -484,10 +485,11 @@ class Engine:
         assert self.embedder is not None
         embed = functools.partial(self.embedder.embed, kind=kind)
         loop = asyncio.get_running_loop()
-        parts = [
-            await loop.run_in_executor(_EMBED_POOL, embed, list(texts[i : i + EMBED_BATCH]))
-            for i in range(0, len(texts), EMBED_BATCH)
-        ]
+        with telemetry.span("longterm.embed", backend=self.name, kind=kind, texts=len(texts)):
+            parts = [
+                await loop.run_in_executor(_EMBED_POOL, embed, list(texts[i : i + EMBED_BATCH]))
+                for i in range(0, len(texts), EMBED_BATCH)
+            ]
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
     def _embed_batch(self) -> int:

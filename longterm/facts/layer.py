@@ -54,6 +54,7 @@ import uuid
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
+from .. import telemetry
 from ..errors import BackendUnavailableError, InvalidInputError
 from ..records import MemoryRecord, Scope, repair_unicode
 from ..retrieval.text import STOPWORDS, index_terms, query_terms
@@ -290,6 +291,18 @@ class FactLayer:
         make the facts agree with the evidence if an erase came since the marks ``before`` were
         read (or since they last agreed); then mark the batch distilled. With ``staged`` (a
         rebuild), the facts are kept there and nothing is written."""
+        with telemetry.span("longterm.facts.distill", records=len(batch), rebuild=staged is not None):
+            await self._distill_batch(scope, batch, model, cfg, before, staged)
+
+    async def _distill_batch(
+        self,
+        scope: Scope,
+        batch: list[MemoryRecord],
+        model: ChatModel,
+        cfg: FactsConfig,
+        before: set[str],
+        staged: dict[str, Fact] | None,
+    ) -> None:
         refs = {f"e{i}": r for i, r in enumerate(batch, 1)}
         events = [{"id": k, "role": r.role, "time": r.iso_timestamp(), "text": r.text} for k, r in refs.items()]
         answer = await self._ask(model, cfg.extract_prompt, {"task": "extract", "events": events})

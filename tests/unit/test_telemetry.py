@@ -250,3 +250,33 @@ async def test_an_outage_logs_one_line_when_it_starts_and_one_when_it_ends(
     assert not [r.getMessage() for r in ours if r.exc_info]  # no traceback (ADK's preload logs its own)
     assert "(4 calls went without it)" in loud[1].getMessage()  # 4 turns, one load_memory each
     assert loud[0].backend == "local" and loud[0].index == ADK_APP  # structured fields for JSON handlers
+
+
+async def test_embedding_and_fact_distillation_have_spans_of_their_own(tmp_path: Path, otel: Otel) -> None:
+    """Where a save's time goes: the embedder's calls and the fact model's batches are spans too."""
+    from longterm.testing.scripted_llm import FactRule, ScriptedChat
+
+    with ScriptedChat([FactRule(r"\bI live in (\w+)", "The user lives in {1}", "home city")]) as chat:
+        facts = {"base_url": chat.base_url, "model": "scripted", "api_key": "k", "timeout": 5.0}
+        memory = LongTermMemory(
+            backend_config={"path": str(tmp_path / "m.db")}, embedder={"name": "hashing", "dim": 16}, facts=facts
+        )
+        try:
+            await memory.add_session_to_memory(
+                {
+                    "id": "s1",
+                    "app_name": APP,
+                    "user_id": USER,
+                    "events": [{"author": "user", "content": "I live in Porto"}],
+                }
+            )
+            await memory.flush_facts()
+            await memory.search_memory(app_name=APP, user_id=USER, query="where do I live")
+        finally:
+            await memory.close()
+    embeds = otel.finished("longterm.embed")
+    assert {s.attributes["longterm.kind"] for s in embeds} >= {"passage", "query"}
+    assert all(s.attributes["longterm.backend"] == "local" and s.attributes["longterm.texts"] >= 1 for s in embeds)
+    [distill, *_] = otel.finished("longterm.facts.distill")
+    assert distill.attributes["longterm.records"] == 1
+    assert "Porto" not in otel.dump()
