@@ -59,7 +59,7 @@ from ..errors import BackendUnavailableError, InvalidInputError
 from ..records import MemoryRecord, Scope, repair_unicode
 from ..retrieval.text import STOPWORDS, index_terms, query_terms
 from .llm import ChatModel, FactsConfig, ModelError
-from .model import FACTS_SESSION, Fact, distilled_session, is_fact, iso, normal
+from .model import FACTS_SESSION, Fact, distilled_session, is_fact, iso, normal, trail
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -434,19 +434,7 @@ class FactLayer:
     async def history(self, scope: Scope, fact_id: str) -> list[dict[str, Any]]:
         """The trail of ``fact_id``: the facts it replaced, itself, and what replaced it, oldest first."""
         every = {f.id: f for f in await self.facts(scope, current=False)}
-        if fact_id not in every:
-            return []
-        trail, todo = {fact_id}, [fact_id]
-        while todo:
-            f = every[todo.pop()]
-            linked = [g.id for g in every.values() if g.superseded_by == f.id]
-            if f.superseded_by in every:
-                linked.append(f.superseded_by)
-            for i in linked:
-                if i not in trail:
-                    trail.add(i)
-                    todo.append(i)
-        return [every[i].as_dict() for i in sorted(trail, key=lambda i: (every[i].valid_from, i))]
+        return [f.as_dict() for f in trail(every, fact_id)]
 
     # -- maintenance ------------------------------------------------------------------------
 

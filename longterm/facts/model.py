@@ -223,3 +223,21 @@ def split_hits(hits: list[Hit], kind: SearchKind) -> list[Hit]:
     if kind == "evidence":
         return evidence
     return facts + evidence
+
+
+def trail(every: dict[str, Fact], fact_id: str) -> list[Fact]:
+    """``fact_id``'s history among ``every`` fact of a user (by id), oldest first: the facts it
+    replaced, itself, and what replaced it (empty: no such fact)."""
+    if fact_id not in every:
+        return []
+    seen, todo = {fact_id}, [fact_id]
+    while todo:
+        f = every[todo.pop()]
+        linked = [g.id for g in every.values() if g.superseded_by == f.id]
+        if f.superseded_by in every:
+            linked.append(f.superseded_by)
+        for i in linked:
+            if i not in seen:
+                seen.add(i)
+                todo.append(i)
+    return sorted((every[i] for i in seen), key=lambda g: (g.valid_from, g.id))

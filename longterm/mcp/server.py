@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import socket
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
@@ -35,6 +34,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from .._net import bind
 from ..locate import MemoryFactory, locate_indices
 from ..memory import LongTermMemory
 from ..records import bound_depth, repair_tree
@@ -174,14 +174,7 @@ async def serve_http(
     app = http_app(memories, app_name=app_name, tokens=tokens, host=host)
     # Bound here, not by uvicorn: a busy port is an OSError the CLI reports in one line, and
     # ``--port 0`` prints the port the system chose.
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-    except BaseException:
-        sock.close()
-        raise
+    sock = bind(host, port)
     port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     print(f"longterm mcp: serving {len(tokens.users)} users on http://{host}:{port}{ENDPOINT}", file=sys.stderr)

@@ -13,12 +13,12 @@ as one ``error:`` line, and the printed port is the one really bound.
 from __future__ import annotations
 
 import asyncio
-import socket
 import sys
 from typing import Any
 
 import click
 
+from .._net import bind
 from ..errors import require
 
 #: Addresses only this machine reaches.
@@ -47,18 +47,6 @@ def _factory(opts: dict[str, Any]) -> Any:
         return LongTermMemory(**kwargs)
 
     return open_
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-    except BaseException:
-        sock.close()
-        raise
-    return sock
 
 
 @click.command()
@@ -101,7 +89,7 @@ def ui(ctx: click.Context, host: str, port: int, allow_erase: bool, tokens_file:
     access = Access.load(tokens_file) if tokens_file else Access.open_local()
     inspector = Inspector(_factory(opts), index=opts["index"] or opts["config"].get("index") or None)
     app = ui_app(inspector, access, host=host, allow_erase=allow_erase)
-    sock = _bind(host, port)
+    sock = bind(host, port)
     shown = f"[{host}]" if ":" in host else host
     mode = "erase allowed" if allow_erase else "read-only"
     print(f"longterm ui: serving on http://{shown}:{sock.getsockname()[1]}/ ({mode})", file=sys.stderr, flush=True)

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import InvalidInputError
-from ..facts.model import AUTHOR, Fact, is_fact
+from ..facts.model import AUTHOR, Fact, is_fact, trail
 from ..records import Memory, MemoryRecord, Scope
 
 if TYPE_CHECKING:
@@ -83,24 +83,6 @@ def _fact(f: Fact, evidence: dict[str, MemoryRecord]) -> dict[str, Any]:
         for e in f.evidence
     ]
     return d
-
-
-def trail(every: dict[str, Fact], fact_id: str) -> list[Fact]:
-    """``fact_id``'s history, oldest first: the facts it replaced, itself, what replaced it
-    (the fact layer's ``history``, over facts already read)."""
-    if fact_id not in every:
-        return []
-    seen, todo = {fact_id}, [fact_id]
-    while todo:
-        f = every[todo.pop()]
-        linked = [g.id for g in every.values() if g.superseded_by == f.id]
-        if f.superseded_by in every:
-            linked.append(f.superseded_by)
-        for i in linked:
-            if i not in seen:
-                seen.add(i)
-                todo.append(i)
-    return sorted((every[i] for i in seen), key=lambda g: (g.valid_from, g.id))
 
 
 class Inspector:
