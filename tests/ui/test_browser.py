@@ -35,6 +35,15 @@ from tests.ui.conftest import (
 ALICE = f"/apps/{APP}/users/{USER}"
 
 
+def navigate(browser: Any, element: Any, *, submit: bool = False) -> None:
+    """Click ``element`` (or submit its form) and wait until the browser left the page: chromedriver
+    does not always wait for the navigation a click starts (a form POST under load, a page of
+    another origin), and reading right away reads the old page, or a stale one."""
+    page = browser.find_element(By.TAG_NAME, "html")
+    element.submit() if submit else element.click()
+    WebDriverWait(browser, 30).until(staleness_of(page))
+
+
 def texts(driver: Any, css: str) -> list[str]:
     return [e.text for e in driver.find_elements(By.CSS_SELECTOR, css)]
 
@@ -52,7 +61,7 @@ def test_lists_apps_and_users_with_counts(readonly: UIServer, browser: Any) -> N
     rows = [r.split() for r in texts(browser, "tbody tr")]
     assert [APP, USER, str(ALICE_COUNT), APP] in rows
     assert any(OTHER.split()[0] in r for r in rows)  # the hostile user id, shown as text
-    browser.find_element(By.LINK_TEXT, OTHER).click()  # a link holding '/', '%', a space and Chinese
+    navigate(browser, browser.find_element(By.LINK_TEXT, OTHER))  # a link holding '/', '%', a space and Chinese
     assert "bob's own secret" in browser.find_element(By.TAG_NAME, "main").text
     assert browser.current_url.endswith("/users/" + quote(OTHER, safe=""))
 
@@ -65,7 +74,7 @@ def test_pages_through_every_memory_newest_first(readonly: UIServer, browser: An
         older = browser.find_elements(By.CSS_SELECTOR, "a[rel=next]")
         if not older:
             break
-        older[0].click()
+        navigate(browser, older[0])
     assert len(seen) == ALICE_COUNT  # every memory once, facts included, over three pages
     assert seen == sorted(seen, reverse=True)  # newest first, across the pages
 
@@ -74,7 +83,7 @@ def test_search_shows_score_and_arm(readonly: UIServer, browser: Any) -> None:
     browser.get(readonly.url + ALICE)
     box = browser.find_element(By.CSS_SELECTOR, "input[type=search]")
     box.send_keys("ordinary memory number 7")
-    box.submit()
+    navigate(browser, box, submit=True)
     assert "?q=" in browser.current_url
     first = browser.find_element(By.CSS_SELECTOR, "tbody tr")
     assert "ordinary memory number 7 about Lisbon" in first.text
@@ -88,12 +97,14 @@ def test_a_facts_history_names_what_replaced_it_and_its_evidence(readonly: UISer
     paris = browser.find_element(By.XPATH, "//tr[contains(., 'lives in Paris')]")
     assert "superseded" in paris.get_attribute("class")
     assert "ordinary memory number 0 about Lisbon" in paris.text  # the evidence it came from
-    paris.find_element(By.LINK_TEXT, "history").click()
+    navigate(browser, paris.find_element(By.LINK_TEXT, "history"))
     boxes = texts(browser, "div.fact")
     assert len(boxes) == 2 and "lives in Paris (this fact)" in boxes[0] and "lives in Lisbon" in boxes[1]
     assert "superseded" in boxes[0] and "updated" in boxes[0] and "current" in boxes[1]
     assert "ordinary memory number 5 about Lisbon" in boxes[1]
-    browser.find_element(By.CSS_SELECTOR, "div.fact a[href*='/sessions/']").click()  # to the evidence's session
+    navigate(
+        browser, browser.find_element(By.CSS_SELECTOR, "div.fact a[href*='/sessions/']")
+    )  # to the evidence's session
     times = texts(browser, "tbody tr td:first-child")
     assert len(times) == 40 and times == sorted(times)  # a session's timeline, in the order said
 
@@ -116,30 +127,33 @@ def test_hostile_memories_are_shown_as_text(readonly: UIServer, browser: Any) ->
     # The 1 MB text: cut in the list, whole on its own page.
     row = browser.find_element(By.XPATH, "//tr[contains(., 'big-text')]")
     assert len(row.text) < 2000
-    row.find_element(By.PARTIAL_LINK_TEXT, "whole memory (1,000,009 characters)").click()
+    navigate(browser, row.find_element(By.PARTIAL_LINK_TEXT, "whole memory (1,000,009 characters)"))
     assert len(browser.find_element(By.TAG_NAME, "pre").text) == 1_000_009
 
 
 def test_erase_asks_first_and_names_what_goes(erasable: UIServer, browser: Any) -> None:
     browser.get(erasable.url + ALICE + "/sessions/trip-1")
-    browser.find_element(By.LINK_TEXT, "erase this session").click()
+    navigate(browser, browser.find_element(By.LINK_TEXT, "erase this session"))
     going = browser.find_element(By.CSS_SELECTOR, "div.warn").text
     assert "the 40 memories of session trip-1" in going and "ordinary memory number 1 about Lisbon" in going
-    browser.find_element(By.CSS_SELECTOR, "input.danger").click()
+    navigate(browser, browser.find_element(By.CSS_SELECTOR, "input.danger"))
     assert browser.find_element(By.ID, "done").text == "erased 40 memories"
     gone = httpx.get(erasable.url + "/api" + ALICE + "/sessions/trip-1", timeout=10)
     assert gone.status_code == 404
     # One memory, from its row.
     browser.get(erasable.url + ALICE + "/sessions/trip-2")
-    browser.find_element(By.XPATH, "//tr[contains(., 'number 2 about')]").find_element(By.LINK_TEXT, "erase").click()
+    navigate(
+        browser,
+        browser.find_element(By.XPATH, "//tr[contains(., 'number 2 about')]").find_element(By.LINK_TEXT, "erase"),
+    )
     assert "one memory" in browser.find_element(By.CSS_SELECTOR, "div.warn").text
-    browser.find_element(By.CSS_SELECTOR, "input.danger").click()
+    navigate(browser, browser.find_element(By.CSS_SELECTOR, "input.danger"))
     assert browser.find_element(By.ID, "done").text == "erased 1 memories"
     # The whole user.
     browser.get(erasable.url + ALICE)
-    browser.find_element(By.LINK_TEXT, "erase this user").click()
+    navigate(browser, browser.find_element(By.LINK_TEXT, "erase this user"))
     assert f"ALL {ALICE_COUNT - 41} memories of user {USER}" in browser.find_element(By.CSS_SELECTOR, "div.warn").text
-    browser.find_element(By.CSS_SELECTOR, "input.danger").click()
+    navigate(browser, browser.find_element(By.CSS_SELECTOR, "input.danger"))
     browser.get(erasable.url + "/")
     assert USER not in texts(browser, "tbody tr td:nth-child(2)")
 
@@ -163,10 +177,7 @@ def test_a_cross_origin_form_is_refused(erasable: UIServer, browser: Any) -> Non
         f'<input name="csrf" value="{csrf}"><input type="submit" id="go"></form>'
     )
     browser.get("data:text/html," + quote(form))  # another origin's page
-    page = browser.find_element(By.TAG_NAME, "html")
-    browser.find_element(By.ID, "go").click()
-    # a navigation from a data: page to another origin is not awaited by the click: wait for it
-    WebDriverWait(browser, 20).until(staleness_of(page))
+    navigate(browser, browser.find_element(By.ID, "go"))  # from a data: page: another origin's form
     assert "cross-origin request refused" in browser.find_element(By.TAG_NAME, "body").text
     count = httpx.get(erasable.url + "/api/", timeout=10).json()
     assert {"index": APP, "app": APP, "user": USER, "memories": ALICE_COUNT} in count
@@ -182,11 +193,11 @@ def test_off_loopback_a_token_logs_in_and_sees_its_own_user(tmp_path: Path, stor
         assert "/login" in browser.current_url
         box = browser.find_element(By.NAME, "token")
         box.send_keys("not-a-token-of-this-file-xx")
-        box.submit()
+        navigate(browser, box, submit=True)
         assert "not in the token file" in browser.find_element(By.TAG_NAME, "main").text
         box = browser.find_element(By.NAME, "token")
         box.send_keys(ALICE_TOKEN)
-        box.submit()
+        navigate(browser, box, submit=True)
         assert browser.current_url == base + ALICE  # back where it was going
         cookie = browser.get_cookies()[0]
         assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict"
@@ -195,12 +206,12 @@ def test_off_loopback_a_token_logs_in_and_sees_its_own_user(tmp_path: Path, stor
         assert texts(browser, "tbody tr td:nth-child(2)") == [USER]  # not the other user
         browser.get(base + f"/apps/{APP}/users/{quote(OTHER, safe='')}")
         assert "reaches user 'alice' only" in browser.find_element(By.ID, "problem").text
-        browser.find_element(By.CSS_SELECTOR, "header button").click()  # log out
+        navigate(browser, browser.find_element(By.CSS_SELECTOR, "header button"))  # log out
         browser.get(base + "/")
         assert "/login" in browser.current_url
         box = browser.find_element(By.NAME, "token")
         box.send_keys(ADMIN_TOKEN)
-        box.submit()
+        navigate(browser, box, submit=True)
         assert sorted(texts(browser, "tbody tr td:nth-child(2)")) == sorted([USER, OTHER])
     finally:
         server.stop()
