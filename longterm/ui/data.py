@@ -117,7 +117,7 @@ class Inspector:
         Scope(app_name=app, user_id=user)  # a bad id is an InvalidInputError before any store is asked
         if self.given:
             return self.memory(self.given)
-        held = [i for i in await self.indices() if await self.memory(i).count(app_name=app, user_id=user)]
+        held = [i for i in await self.indices() if await self._holds(self.memory(i), app, user)]
         if not held:
             raise NotFound(f"no memories of user {user!r} in app {app!r} in this store")
         if len(held) > 1:
@@ -126,6 +126,16 @@ class Inspector:
                 f"({', '.join(map(repr, held))}); start the UI with --index naming one"
             )
         return self.memory(held[0])
+
+    @staticmethod
+    async def _holds(memory: LongTermMemory, app: str, user: str) -> bool:
+        """Whether ``memory``'s index holds any memory of (app, user): one record read, not a count
+        (counting 100,000 memories was most of a page's time)."""
+        engine = memory.backend_instance
+        if not hasattr(engine, "page_by_time"):
+            return bool(await memory.count(app_name=app, user_id=user))
+        first, _ = await engine.page_by_time(Scope(app_name=app, user_id=user), None, 1)
+        return bool(first)
 
     async def page(self, app: str, user: str, *, limit: int = PAGE, cursor: str | None = None) -> dict[str, Any]:
         """One page of the user's memories, newest first, and the cursor of the next (older) one:
