@@ -393,22 +393,11 @@ class Engine:
             if self._prepared:
                 return
             self._open()
-            want = self.embedder.id if self.embedder is not None else ""
             have = self._meta_get(EMBEDDER_KEY)
             if have is None:  # a store (or index) nothing was written to: recorded with the first write,
                 self._unrecorded = True  # so opening it, to read, never writes (nor waits for a writer)
-            elif want and not have:
-                self.vectors_off = (
-                    f"this store was made without an embedder, so it holds no vectors for {want!r}; results are "
-                    "full text only. `longterm migrate` into a new index adds the vectors"
-                )
-                log.warning("%s %s: %s", self.name, self.where, self.vectors_off)
-            elif want and have != want:
-                raise ConfigurationError(
-                    f"the {self.name} store at {self.where} was written with {have or 'no embedder'!r}, but this "
-                    f"memory is configured with {want or 'no embedder'!r}. Vectors of different embedders never "
-                    "mix: configure the embedder the store was made with, or use another index (or erase it)."
-                )
+            else:
+                self._accept_embedder(have)
             self._prepared = True
             if self.embed_later and not self.vectors_off and self._later is None:
                 args = (weakref.ref(self), self._wake)
@@ -593,19 +582,31 @@ class Engine:
     _unrecorded = False
     """The store has no embedder identity yet (``_prepare``): the first write records it."""
 
-    def _record_embedder(self) -> None:
-        """Before the first write of a store opened without an embedder identity: record ours, or
-        refuse as ``_prepare`` does if another process recorded a different one meanwhile."""
+    def _accept_embedder(self, have: str) -> None:
+        """This memory's embedder against ``have``, the one the store recorded: a store made
+        without one answers from full text (``vectors_off``), another one is refused."""
         want = self.embedder.id if self.embedder is not None else ""
-        have = self._meta_get(EMBEDDER_KEY)
-        if have is None:
-            self._meta_set(EMBEDDER_KEY, want)
+        if want and not have:
+            self.vectors_off = (
+                f"this store was made without an embedder, so it holds no vectors for {want!r}; results are "
+                "full text only. `longterm migrate` into a new index adds the vectors"
+            )
+            log.warning("%s %s: %s", self.name, self.where, self.vectors_off)
         elif want and have != want:
             raise ConfigurationError(
-                f"the {self.name} store at {self.where} was written with {have or 'no embedder'!r} since this memory "
-                f"opened it, but this memory is configured with {want!r}: use the embedder it was made with, or "
-                "another index."
+                f"the {self.name} store at {self.where} was written with {have or 'no embedder'!r}, but this "
+                f"memory is configured with {want or 'no embedder'!r}. Vectors of different embedders never "
+                "mix: configure the embedder the store was made with, or use another index (or erase it)."
             )
+
+    def _record_embedder(self) -> None:
+        """Before the first write of a store opened without an embedder identity: record ours; if
+        another process recorded one meanwhile, judge ours against it as ``_prepare`` does."""
+        have = self._meta_get(EMBEDDER_KEY)
+        if have is None:
+            self._meta_set(EMBEDDER_KEY, self.embedder.id if self.embedder is not None else "")
+        else:
+            self._accept_embedder(have)
         self._unrecorded = False
 
     async def _before_write(self) -> None:

@@ -109,3 +109,24 @@ async def test_vectors_stay_in_scope(tmp_path: Path):
     await m.add_session_to_memory(make_session(user="me", turns=[("user", "I like tax law")]))
     res = await m.search_memory(app_name="app", user_id="me", query="car")
     assert all("victim" not in x.content.parts[0].text for x in res.memories)
+
+
+async def test_a_store_another_memory_first_wrote_without_vectors_answers_from_full_text(tmp_path):
+    """Both open an empty store (nothing recorded yet); the one without an embedder writes first.
+    The other's first write judges its embedder as opening does: full text, said in every hit
+    (it raised a ConfigurationError there, while opening that store says 'full text only')."""
+    from longterm import LongTermMemory
+
+    config = {"path": str(tmp_path / "m.db")}
+    with_vectors = LongTermMemory(backend_config=config, embedder={"name": "hashing", "dim": 16}, app_name="a")
+    plain = LongTermMemory(backend_config=config, app_name="a")
+    try:
+        assert await with_vectors.count(app_name="a", user_id="u") == 0  # opened: nothing recorded
+        await plain.add("written first, without vectors", user_id="u")
+        assert (await with_vectors.add("written second", user_id="u")).saved == 1
+        hits = await with_vectors.search_memory(app_name="a", user_id="u", query="written")
+        assert len(hits.memories) == 2
+        assert all("full text only" in m.custom_metadata["degraded"] for m in hits.memories)
+    finally:
+        await with_vectors.close()
+        await plain.close()
