@@ -196,6 +196,11 @@ def _bounded(cfg: dict[str, Any], backend: str, timeout: float) -> None:
         cfg["embedder"] = {"timeout": timeout, **embedder}
 
 
+def _memory(record: MemoryRecord, hit: Hit | None = None) -> Memory:
+    """The simple API's ``Memory`` of ``record`` (a fact or evidence), with its hit's scores."""
+    return Memory.of(record, kind="fact" if is_fact(record) else "evidence", hit=hit)
+
+
 def _make_cursor(position: Any, newest_first: bool) -> str:
     """An opaque ``get_all`` cursor: the engine's position after a page, and the direction."""
     raw = json.dumps({"n": newest_first, "at": position}, separators=(",", ":"))
@@ -656,7 +661,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         whose ``score`` is in [0, 1] with one meaning on every backend."""
         scope = self._scope(self.default_app, user_id)
         hits = await self.search_hits(scope, query, top_k, kind=kind, min_score=min_score)
-        return [Memory.of(h.record, kind="fact" if is_fact(h.record) else "evidence", hit=h) for h in hits]
+        return [_memory(h.record, h) for h in hits]
 
     async def get(self, memory_id: str, *, user_id: str) -> Memory | None:
         """The user's memory with id ``memory_id`` (None: there is none)."""
@@ -666,7 +671,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
         async with self._engine("reading memories"):
             async for rec in self._backend.scan(scope):
                 if rec.id == memory_id:
-                    return Memory.of(rec, kind="fact" if is_fact(rec) else "evidence")
+                    return _memory(rec)
         return None
 
     async def get_all(
@@ -686,7 +691,7 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
             else:  # a backend of the bare protocol: read the scope, sort it
                 page, nxt = sorted_page([r async for r in self._backend.scan(scope)], at, limit, bool(newest_first))
         return MemoryPage(
-            memories=[Memory.of(r, kind="fact" if is_fact(r) else "evidence") for r in page],
+            memories=[_memory(r) for r in page],
             next_cursor=None if nxt is None else _make_cursor(nxt, bool(newest_first)),
         )
 
@@ -946,14 +951,9 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     async def flush(self) -> None:
         """Save every unsaved tail that automatic saving knows of, raise if one fails; then wait
         for the fact layer (whose failures are retried, never raised here: see ``flush_facts``)."""
-        errors = []
-        for saver in list(self._autosavers):
-            try:
-                await saver.flush()
-            except Exception as exc:
-                errors.append(exc)
-        if errors:
-            raise errors[0]
+        failure = await self._flush_savers()
+        if failure is not None:
+            raise failure
         await self.flush_facts()
 
     drain = flush

@@ -357,23 +357,28 @@ def read_events(
     refused: list[Refused] = []
     for i, raw in enumerate(raw_events):
         try:
-            try:
-                event = as_event(raw, f"{where}[{i}]")
-            except LongTermMemoryError:
-                raise
-            except Exception as exc:  # an object whose dump fails, say: name the event, not the library
-                eid = getattr(raw, "id", None) if not isinstance(raw, dict) else raw.get("id")
-                which = f"event {str(eid)!r}" if eid else f"event #{i} of the session"
-                raise InvalidInputError(f"{which} cannot be read ({type(exc).__name__}: {exc}).") from exc
+            event = _readable(raw, i, where)
         except InvalidInputError as exc:
             if not lenient:
                 raise
-            eid = _get(raw, "id") if isinstance(raw, dict) or hasattr(raw, "id") else None
+            eid = _get(raw, "id")
             refused.append(Refused(i, "" if eid is None else str(eid), str(exc)))
             continue
         if not _partial(_get(event, "partial")):
             events.append(event)
     return events, refused
+
+
+def _readable(raw: Any, i: int, where: str) -> Any:
+    """``shapes.as_event`` of the ``i``-th event; anything else it raises is our error, naming it."""
+    try:
+        return as_event(raw, f"{where}[{i}]")
+    except LongTermMemoryError:
+        raise
+    except Exception as exc:  # an object whose dump fails, say: name the event, not the library
+        eid = _get(raw, "id")
+        which = f"event {str(eid)!r}" if eid else f"event #{i} of the session"
+        raise InvalidInputError(f"{which} cannot be read ({type(exc).__name__}: {exc}).") from exc
 
 
 def read_session(obj: Any, *, lenient: bool = False) -> SessionView:
