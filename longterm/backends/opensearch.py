@@ -147,8 +147,14 @@ class OpenSearchBackend(Engine):
         ledger = dict.fromkeys(("app_name", "user_id", "session_id", "event_id"), KEYWORD)
         self._create(self.ledger, {}, {"dynamic": "strict", "properties": ledger})
         # Another worker may have created them a moment ago: a search before their shards start is a 503.
-        wait = {"timeout": f"{self.timeout or 30:g}s", "request_timeout": (self.timeout or 30) + 5}
-        self.client.cluster.health(index=f"{self.index},{self.ledger}", wait_for_status="yellow", **wait)
+        self._wait_for_shards(f"{self.index},{self.ledger}")
+
+    def _wait_for_shards(self, index: str, **more: Any) -> None:
+        """Until the primary shards of ``index`` (comma-separated names) are started, within the
+        engine's timeout (a timeout there is the health API's 408: "retry soon")."""
+        limit = self.timeout or 30
+        wait = {"timeout": f"{limit:g}s", "request_timeout": limit + 5}
+        self.client.cluster.health(index=index, wait_for_status="yellow", **wait, **more)
 
     def _create(self, index: str, settings: dict[str, Any], mappings: dict[str, Any]) -> bool:
         """Create ``index`` unless it exists; whether this call created it."""
@@ -263,16 +269,19 @@ class OpenSearchBackend(Engine):
         (another worker created it a moment ago; the client's own retries come at once) waits for
         them, within the engine's timeout, and asks once more."""
         body = {**body, "track_total_hits": False}
+
+        def search() -> list[dict[str, Any]]:
+            reply = self.client.search(index=index, body=body, allow_partial_search_results=False)
+            hits: list[dict[str, Any]] = reply["hits"]["hits"]
+            return hits
+
         try:
-            return self.client.search(index=index, body=body, allow_partial_search_results=False)["hits"]["hits"]
+            return search()
         except self._os.exceptions.TransportError as exc:
             if exc.status_code != 503 or "search_phase_execution_exception" not in str(exc):
                 raise
-            wait = {"timeout": f"{self.timeout or 30:g}s", "request_timeout": (self.timeout or 30) + 5}
-            self.client.cluster.health(
-                index=index, wait_for_status="yellow", wait_for_no_initializing_shards=True, **wait
-            )
-            return self.client.search(index=index, body=body, allow_partial_search_results=False)["hits"]["hits"]
+            self._wait_for_shards(index, wait_for_no_initializing_shards=True)
+            return search()
 
     def _scored(self, body: dict[str, Any]) -> list[tuple[MemoryRecord, float]]:
         hits = self._hits(self.index, {**body, "_source": ["doc"]})
