@@ -66,3 +66,17 @@ def raise_ours_from(exc: Exception) -> None:
             cause = (err.get("ctx") or {}).get("error")
             if isinstance(cause, LongTermMemoryError):
                 raise cause from None
+
+
+def first_problem(exc: Exception, root: str) -> tuple[str, str]:
+    """(where, message) of a pydantic ``ValidationError``'s first error, for our own message.
+
+    ``where`` is the dotted location (``root`` when the error is the model's own), the
+    message loses pydantic's ``"Value error, "`` prefix; a ``LongTermMemoryError`` raised
+    by one of our validators is re-raised as itself instead (``raise_ours_from``).
+    """
+    raise_ours_from(exc)
+    errors = getattr(exc, "errors", None)
+    first = errors()[0] if callable(errors) and errors() else {"loc": (), "msg": str(exc)}
+    where = ".".join(str(p) for p in first["loc"]) or root
+    return where, str(first["msg"]).removeprefix("Value error, ")
