@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..errors import (
@@ -84,10 +85,30 @@ def translate(
     causes = list(chain(exc))
     text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     text = text[:500]
+    on = f"{engine} at {where}" if where else engine
     for rule in (*rules, *COMMON):
         if any(rule.matches(e) for e in causes):
-            msg = f"{what} failed on {engine} at {where}: {text}."
+            msg = f"{what} failed on {on}: {text}."
             return rule.error(f"{msg} {rule.hint}".strip()), rule.reopen
     if any(isinstance(e, TRANSPORT) for e in causes):
-        return BackendUnavailableError(f"cannot reach {engine} at {where} while {what}: {text}. {unreachable}"), False
-    return BackendError(f"{what} failed on {engine} at {where}: {text}"), False
+        return BackendUnavailableError(f"cannot reach {on} while {what}: {text}. {unreachable}".strip()), False
+    return BackendError(f"{what} failed on {on}: {text}"), False
+
+
+@contextmanager
+def guard(
+    what: str, engine: str, rules: Sequence[Rule] = (), *, where: str = "", unreachable: str = ""
+) -> Iterator[None]:
+    """Only our errors leave this block: anything else becomes the ``LongTermMemoryError``
+    ``translate`` picks, chained to the original. Cancellation and interrupts pass through.
+
+    The one translation outside the engine's runner (which translates with its rules and
+    may reopen): the facade wraps what it asks of an engine in ``guard(what, name)``.
+    Usable around ``await`` too (a plain ``with`` in async code)."""
+    try:
+        yield
+    except LongTermMemoryError:
+        raise
+    except Exception as exc:  # BaseExceptions (CancelledError, KeyboardInterrupt) pass untouched
+        error, _ = translate(exc, rules, engine=engine, where=where, what=what, unreachable=unreachable)
+        raise error from exc
