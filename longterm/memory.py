@@ -403,6 +403,32 @@ class LongTermMemory(MemoryServiceBase, BaseModel):
     def backend_name(self) -> str:
         return getattr(self._backend, "name", type(self._backend).__name__)
 
+    # -- what satellites may use of a memory (longterm.ports.MemoryPort) --------------------
+
+    @property
+    def is_open(self) -> bool:
+        """False once ``close()`` began: satellites stop posting work."""
+        return not self._closed
+
+    @property
+    def portal(self) -> SyncPortal:
+        """The memory's own background loop (sync wrappers, automatic saving), started on first use."""
+        return self._background()
+
+    def scope(self, app_name: str, user_id: str) -> Scope:
+        """The checked scope of (app_name, user_id); an ``InvalidInputError`` naming the field."""
+        return self._scope(app_name, user_id)
+
+    @property
+    def facts_error(self) -> str | None:
+        """The fact layer's last distillation error (None: none, or no fact layer)."""
+        return None if self._facts is None else self._facts.last_error
+
+    @property
+    def event_ledger(self) -> Any:
+        """The ledger this memory uses: the store's own, or a side ledger beside it."""
+        return self._ledger
+
     @asynccontextmanager
     async def _engine(self, what: str) -> AsyncIterator[None]:
         """Let our own errors through; wrap anything else with what failed and where."""
