@@ -41,6 +41,8 @@ from longterm import LongTermMemory  # noqa: E402
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 DEPTH = 50
+#: Turns read for the session-level metrics: the first distinct sessions among the top 200 turns.
+SESSION_DEPTH = 200
 
 
 def _dia(raw: str) -> list[str]:
@@ -53,8 +55,14 @@ def _dia(raw: str) -> list[str]:
 
 
 def load(path: Path) -> tuple[list[dict], list[dict]]:
+    """Sessions and scored questions of a LoCoMo-format file: a list of conversations, or one
+    conversation (a dict), or a folder of such files (bench/data/zh_locomo)."""
+    if path.is_dir():
+        parts = [load(p) for p in sorted(path.glob("*.json"))]
+        return [s for ss, _ in parts for s in ss], [q for _, qs in parts for q in qs]
+    data = json.loads(path.read_text(encoding="utf-8"))
     sessions, questions = [], []
-    for conv in json.loads(path.read_text()):
+    for conv in [data] if isinstance(data, dict) else data:
         user = conv["sample_id"]
         c = conv["conversation"]
         n = 1
@@ -83,6 +91,11 @@ def load(path: Path) -> tuple[list[dict], list[dict]]:
 Searcher = Callable[[str, str], "list[str]"]
 
 
+def _session(dia: str) -> str:
+    """The session of a turn id: "D3:5" -> "D3"."""
+    return dia.split(":", 1)[0]
+
+
 _HAN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 
 
@@ -107,7 +120,7 @@ def fts5_baseline(sessions: list[dict], prepare: Callable[[str], str] = str) -> 
             return []
         expr = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
         rows = conn.execute(
-            "SELECT dia FROM t WHERE t MATCH ? AND user = ? ORDER BY bm25(t) LIMIT ?", (expr, user, DEPTH)
+            "SELECT dia FROM t WHERE t MATCH ? AND user = ? ORDER BY bm25(t) LIMIT ?", (expr, user, SESSION_DEPTH)
         )
         return [r[0] for r in rows]
 
@@ -126,7 +139,9 @@ def longterm_searcher(sessions: list[dict], tmp: Path, name: str, **kwargs: Any)
     ingest = time.perf_counter() - start
 
     def search(user: str, q: str) -> list[str]:
-        res = loop.run_until_complete(memory.search_memory(app_name="locomo", user_id=user, query=q, top_k=DEPTH))
+        res = loop.run_until_complete(
+            memory.search_memory(app_name="locomo", user_id=user, query=q, top_k=SESSION_DEPTH)
+        )
         return [m.custom_metadata["event_id"] for m in res.memories]
 
     return search, {"ingest_s": ingest}
@@ -137,6 +152,9 @@ def evaluate(search: Searcher, questions: list[dict]) -> tuple[dict, float]:
     start = time.perf_counter()
     for qa in questions:
         ranked = search(qa["user"], qa["q"])
+        sessions = list(dict.fromkeys(_session(d) for d in ranked[:SESSION_DEPTH]))
+        wanted = {_session(d) for d in qa["evidence"]}
+        ranked = ranked[:DEPTH]
         ranks = [i for i, d in enumerate(ranked, start=1) if d in qa["evidence"]]
         first = ranks[0] if ranks else None
         found5 = {d for d in ranked[:5] if d in qa["evidence"]}
@@ -147,6 +165,9 @@ def evaluate(search: Searcher, questions: list[dict]) -> tuple[dict, float]:
             "full@5": float(found5 == qa["evidence"]),
             "MRR": 1.0 / first if first else 0.0,
             "MRR@10": 1.0 / first if first and first <= 10 else 0.0,
+            "s-any@5": float(bool(wanted & set(sessions[:5]))),
+            "s-any@10": float(bool(wanted & set(sessions[:10]))),
+            "s-all@10": float(wanted <= set(sessions[:10])),
         }
         for key in (qa["category"], "all"):
             for k, v in m.items():
