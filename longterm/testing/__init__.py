@@ -1,7 +1,8 @@
 """A test kit for backends and agents: the contract suite, sessions to save, a scripted model.
 
 The seam: ``longterm.testing.contract.ContractSuite`` is the backend contract as a pytest
-class that any backend subclasses to prove itself (guide: ``docs/backends.md``);
+class that any backend subclasses to prove itself (guide: ``docs/backends.md``), composed of
+mixins by behaviour a suite may also take one by one;
 ``make_session`` builds the session dicts its tests save; ``longterm.testing.scripted_llm``
 is an offline ADK model for agent tests (it needs the ``adk`` extra, so it is not
 imported here, and neither is pytest).

@@ -125,13 +125,13 @@ def test_bad_settings_are_configuration_errors(tmp_path: Path):
 
 def test_cli_profile_history_consolidate_rebuild(tmp_path: Path, chat: ScriptedChat):
     from longterm.cli import cli
-    from longterm.facts.cli import facts
+    from longterm.cli.facts import facts
 
     cli.add_command(facts)
     m = local(tmp_path, facts=facts_config(chat))
     m.add_session_to_memory_sync(make_session("s1", turns=[("user", "I live in Porto")]))
     m.add_session_to_memory_sync(make_session("s2", turns=[("user", "I moved to Lisbon")], start=1_800_000_000))
-    m._sync(m.flush_facts())
+    m.portal.call(m.flush_facts())
     m.close_sync()
     base = ["--backend", "local", "--config", json.dumps({"path": str(tmp_path / "m.db")}), "facts"]
     base += ["--base-url", chat.base_url, "--model", "scripted"]

@@ -312,7 +312,7 @@ def test_facts_distill_fails_while_records_still_wait(tmp_path: Path, _home: Pat
         # saved into index "app" (app_name's): the command finds it there without --index
         memory = LongTermMemory(app_name="app", backend_config={"path": path}, facts=facts)
         memory.add_session_to_memory_sync(make_session("s1", app="app", user="u1", turns=[("user", "I live in Porto")]))
-        assert memory._sync(memory.flush_facts()) == 1
+        assert memory.portal.call(memory.flush_facts()) == 1
         memory.close_sync()
         args = ["--config", json.dumps({"path": path}), "facts", "--base-url", chat.base_url, "--model", "scripted"]
         args += ["distill", "--app", "app", "--user", "u1"]

@@ -1,10 +1,10 @@
 """The contract's front door: every common conversation shape is saved or refused, never dropped.
 
-The seam: ``InputContract``, a mixin of ``ContractSuite`` (its fixtures, ``memory`` and
-``open_memory``, come from there). Each test is what a new user does in the first minutes:
-OpenAI chat messages, mem0's ``add()`` inputs, LangChain messages, a session holding
-``messages``, plain strings, the simple API; and what must never happen: an input the library
-does not understand marked handled, a memory without a time dated 1970.
+The seam: ``Inputs``, a mixin of test methods over ``Fixtures``' ``memory`` and
+``open_memory``. Each test is what a new user does in the first minutes: OpenAI chat messages,
+mem0's ``add()`` inputs, LangChain messages, a session holding ``messages``, plain strings,
+the simple API; and what must never happen: an input the library does not understand marked
+handled, a memory without a time dated 1970.
 """
 
 from __future__ import annotations
@@ -15,15 +15,10 @@ from typing import Any
 
 import pytest
 
-from .. import InvalidInputError, LongTermMemory, Scope
-from ..entries import entry_text
-from . import make_session
-
-
-async def _found(memory: LongTermMemory, user: str, query: str, app: str = "app") -> list[str]:
-    res = await memory.search_memory(app_name=app, user_id=user, query=query, top_k=10)
-    return [entry_text(m) for m in res.memories]
-
+from ... import InvalidInputError, LongTermMemory, Scope
+from ...entries import entry_text
+from .. import make_session
+from .fixtures import search_texts
 
 #: (name, events) in the shapes of the ecosystem; each holds the word after "#" in its text.
 SHAPES: list[tuple[str, list[Any]]] = [
@@ -72,7 +67,7 @@ def _word(events: list[Any]) -> str:
     raise AssertionError("no #word in the shape")
 
 
-class InputContract:
+class Inputs:
     """Input shapes, refusals, times and the simple API, on every engine."""
 
     @pytest.mark.asyncio
@@ -87,7 +82,7 @@ class InputContract:
         # the default policy keeps user text: a shape's user words are found
         if shape not in ("openai tool call and result",):
             assert result.saved >= 1
-            assert any(word in t for t in await _found(memory, "u1", word))
+            assert any(word in t for t in await search_texts(memory, "app", "u1", word))
         everything = await memory.add({"role": "user", "content": f"again {word}"}, user_id="u2")
         assert everything.saved == 1
         all_kept = await memory.add(events, user_id="u3")
@@ -103,7 +98,7 @@ class InputContract:
             "messages": [{"role": "user", "content": "my locker code is 4417"}, {"role": "assistant", "content": "ok"}],
         }
         assert (await memory.add_session_to_memory(session)).saved == 1
-        assert await _found(memory, "u1", "locker code") == ["my locker code is 4417"]
+        assert await search_texts(memory, "app", "u1", "locker code") == ["my locker code is 4417"]
 
     @pytest.mark.asyncio
     async def test_an_input_not_understood_is_refused_and_never_marked_handled(self, memory: LongTermMemory):
@@ -123,7 +118,7 @@ class InputContract:
         fixed = [{"id": "e1", "role": "user", "content": "the fixed event about zeppelins"}]
         result = await memory.add_events_to_memory(app_name="app", user_id="u1", events=fixed, session_id="s1")
         assert (result.new_events, result.saved) == (1, 1)
-        assert await _found(memory, "u1", "zeppelins") == ["the fixed event about zeppelins"]
+        assert await search_texts(memory, "app", "u1", "zeppelins") == ["the fixed event about zeppelins"]
 
     @pytest.mark.asyncio
     async def test_a_refused_event_in_an_automatic_save_waits_unmarked(self, memory: LongTermMemory):
@@ -133,7 +128,7 @@ class InputContract:
         assert (result.saved, result.refused) == (1, 1)
         session["events"][-1] = {"id": "odd", "author": "user", "content": "now readable, about canoes"}
         assert (await memory.add_session_to_memory(session)).saved == 1
-        assert (await _found(memory, "u1", "canoes"))[0] == "now readable, about canoes"
+        assert (await search_texts(memory, "app", "u1", "canoes"))[0] == "now readable, about canoes"
 
     @pytest.mark.asyncio
     async def test_a_timeless_session_is_dated_at_its_first_save_and_a_replay_keeps_it(self, memory: LongTermMemory):

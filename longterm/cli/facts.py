@@ -1,70 +1,62 @@
-"""``longterm facts``: the fact layer from the command line (profile, list, history,
-distill, consolidate, rebuild).
+"""``longterm facts``: the fact layer from the command line (profile, list, history, distill,
+consolidate, rebuild).
 
-The seam: ``facts``, a click group the ``longterm`` command adds (``cli.add_command(facts)``).
-It takes the root's ``--backend``/``--config``/``--index`` and the model from
-``--base-url``/``--model``/``--api-key`` or ``LONGTERM_FACTS_*``; every subcommand opens one
-``LongTermMemory`` with facts on and closes it. Errors leave as the root's one ``error:`` line.
+The seam: ``facts``, a click group the ``longterm`` command adds. It takes the root's
+``--backend``/``--config``/``--index`` and the model from ``--base-url``/``--model``/
+``--api-key`` or ``LONGTERM_FACTS_*``; every subcommand runs one job on a memory with facts on,
+opened by ``with_memory`` on the index holding (app, user) (the probes that find it run
+without facts: finding distils nothing) and closed after. Errors leave as the root's one
+``error:`` line.
+
+Why ``distill`` mutes the fact layer's warnings: each failed batch logs one, and the command
+says in its own single line how many records still wait and why (``memory.facts_error``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from ..errors import ConfigurationError
-from .llm import ModelError
+from ..facts import ModelError
+from .opening import with_memory
+from .output import muted
+
+if TYPE_CHECKING:
+    from ..memory import LongTermMemory
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., None])
 
 
-def _user(fn: Callable[..., Any]) -> Callable[..., Any]:
+def _user(fn: F) -> F:
     """``--app`` and ``--user``: whose facts."""
     fn = click.option("--user", "user_id", required=True)(fn)
     return click.option("--app", "app_name", required=True)(fn)
 
 
-def _run(ctx: click.Context, app_name: str, user_id: str, job: Callable[[Any], Awaitable[T]]) -> T:
+def _run(ctx: click.Context, app_name: str, user_id: str, job: Callable[[LongTermMemory], Awaitable[T]]) -> T:
     """``job(memory)`` on the index of the store that holds (app, user) (``locate``'s rule)."""
-    from ..locate import locate_index
-    from ..memory import LongTermMemory
-
-    root, mine = ctx.find_root().obj or {}, ctx.find_object(dict) or {}
-    if not (mine.get("base_url") and mine.get("model")):
+    model: dict[str, str | None] = ctx.find_object(dict) or {}
+    if not (model.get("base_url") and model.get("model")):
         raise ConfigurationError(
             "longterm facts needs the fact model: pass --base-url and --model (or set LONGTERM_FACTS_BASE_URL "
             "and LONGTERM_FACTS_MODEL)."
         )
-    kwargs: dict[str, Any] = {"backend_config": dict(root.get("config") or {}), "facts": mine}
-    if root.get("backend"):
-        kwargs["backend"] = root["backend"]
-    if root.get("index"):
-        kwargs["index"] = root["index"]
 
     async def go() -> T:
-        cfg = kwargs["backend_config"]
-        base = {k: v for k, v in kwargs.items() if k not in ("facts", "index", "backend_config")}
-
-        def probe(i: str) -> LongTermMemory:  # without facts: finding the index distils nothing
-            return LongTermMemory(**base, index=i, backend_config={**cfg, "index": i})
-
-        index = await locate_index(probe, app_name, user_id, index=root.get("index") or cfg.get("index"))
-        memory = LongTermMemory(**{**kwargs, "index": index, "backend_config": {**cfg, "index": index}})
-        try:
+        async with with_memory(ctx, app_name, user_id, facts=model) as memory:
             return await job(memory)
-        finally:
-            await memory.close()
 
     return asyncio.run(go())
 
 
-def _echo_json(value: Any) -> None:
+def _echo_json(value: object) -> None:
     click.echo(json.dumps(value, ensure_ascii=False, indent=2))
 
 
@@ -127,17 +119,12 @@ def distill(ctx: click.Context, app_name: str, user_id: str) -> None:
 
     Exits 1 with one error line while records still wait (the model is down or failing)."""
 
-    async def job(memory: Any) -> tuple[int, str | None]:
+    async def job(memory: LongTermMemory) -> tuple[int, str | None]:
         left = await memory.distill_facts(app_name=app_name, user_id=user_id)
-        return left, memory._facts.last_error
+        return left, memory.facts_error
 
-    quiet = logging.getLogger("longterm.facts")  # its warning of each failed batch: the reason goes in the line
-    level = quiet.level
-    quiet.setLevel(logging.ERROR)
-    try:
+    with muted("longterm.facts"):  # its warning of each failed batch: the reason goes in the line
         left, why = _run(ctx, app_name, user_id, job)
-    finally:
-        quiet.setLevel(level)
     if left:
         records, wait = ("1 record", "waits") if left == 1 else (f"{left} records", "wait")
         raise ModelError(

@@ -1,0 +1,75 @@
+"""The ``longterm`` command: demo, import, search, stats, export, delete, migrate, mcp, doctor,
+facts, ui.
+
+The seam: ``cli``, the click group (``main()`` runs it as ``longterm``, the console script;
+``python -m longterm.cli`` runs it too). Every command takes the same ``--backend``/
+``--config``/``--index`` options as the facade, so what works here works in code; without
+``--index``, a command naming (app, user) uses the index of the store holding them
+(``longterm.locate``, the rule the MCP server follows too); ``stats`` and ``migrate`` cover
+every index of the store. Where things are: ``opening`` (``with_memory``, the one way a
+command opens and closes its memory), ``output`` (what is printed, the one-line errors),
+``commands``, ``transfer``, ``serving`` and ``facts`` (the commands, by job); ``longterm ui``
+comes from ``longterm.ui.cli``.
+
+Why every failure is one line: an operator reads ``error: <what failed, what to do>`` on
+stderr and exit status 1, never a traceback (``output.errors_as_one_line``, which the group
+runs every command under).
+"""
+
+from __future__ import annotations
+
+import click
+from typing_extensions import override
+
+from ..locate import RULE
+from ..ui.cli import ui  # click only; Starlette is imported when `longterm ui` runs
+from .commands import delete, demo, doctor, search, stats
+from .facts import facts
+from .opening import json_object
+from .output import errors_as_one_line, log_in_one_line
+from .serving import mcp
+from .transfer import export, import_, migrate
+
+
+class Commands(click.Group):
+    """The ``longterm`` group: whatever a command raises leaves as one ``error:`` line."""
+
+    @override
+    def invoke(self, ctx: click.Context) -> object:
+        with errors_as_one_line():
+            return super().invoke(ctx)
+
+
+@click.group(
+    cls=Commands,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help=(
+        f"Long-term memory for AI agents.\n\n{RULE}\n\n"
+        "Without --index, stats lists every index of the store and migrate copies every index, "
+        "each under its own name."
+    ),
+)
+@click.option("--backend", envvar="LONGTERM_BACKEND", default=None, help="Backend name (default: local).")
+@click.option("--config", "config", default=None, help="backend_config as JSON, or @file.json.")
+@click.option(
+    "--index",
+    default=None,
+    help="Index / namespace inside the backend (default: the index holding the user; see above).",
+)
+@click.version_option(package_name="longterm")
+@click.pass_context
+def cli(ctx: click.Context, backend: str | None, config: str | None, index: str | None) -> None:
+    if ctx.invoked_subcommand != "mcp":  # the server's stderr is a log: tracebacks of our bugs stay in it
+        log_in_one_line()
+    ctx.obj = {"backend": backend, "config": json_object("--config", config), "index": index}
+
+
+for _command in (demo, import_, search, stats, export, delete, migrate, mcp, doctor, facts, ui):
+    cli.add_command(_command)
+
+
+def main() -> None:
+    cli(prog_name="longterm")
+
+
+__all__ = ["cli", "main"]

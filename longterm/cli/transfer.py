@@ -1,0 +1,204 @@
+"""The ``longterm`` commands that move memories in and out of a store: import, export, migrate.
+
+The seam: click commands the group adds (``longterm.cli``); each opens its memories with
+``with_memory`` (``opening``). ``import`` reads every file first (``longterm.transcripts``)
+and writes each (app, user) where ``locate.RULE`` puts it; ``export`` writes one user's
+records as JSON Lines; ``migrate`` copies records by id to another backend, index by index.
+
+Why ids are kept everywhere: an export restored, or a migration run twice, writes nothing
+twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import stat
+import sys
+from typing import TYPE_CHECKING, Any, TextIO
+
+import click
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..errors import ConfigurationError
+from ..locate import locate_index, locate_indices
+from .opening import factory, given_index, json_object, listed_indices, with_memory
+from .output import console, indices_phrase, safe
+
+if TYPE_CHECKING:
+    from ..memory import LongTermMemory
+    from ..records import MemoryRecord
+
+
+def _progress() -> Progress:
+    columns = TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
+    return Progress(*columns, console=console)
+
+
+@click.command("import")
+@click.argument("files", nargs=-1, required=True, type=click.Path())
+@click.option("--app", "app_name", default=None, help="app_name for files that name none.")
+@click.option("--user", "user_id", default=None, help="user_id for files that name none.")
+@click.option(
+    "--policy",
+    default="default",
+    show_default=True,
+    help="Auto-save preset (default, all, custom), or a JSON policy inline or as @file.json.",
+)
+@click.pass_context
+def import_(ctx: click.Context, files: tuple[str, ...], app_name: str | None, user_id: str | None, policy: str) -> None:
+    """Import JSON/JSONL transcripts, ADK session dumps or files of `longterm export`.
+
+    Incremental: re-import writes nothing new. Messages are grouped into sessions by their
+    session_id (or conversation_id, thread_id) field; a message without a time gets the
+    import time, in file order. A file `longterm export` wrote is restored as it is (same
+    ids, texts, times): a backup restored into the store it came from duplicates nothing.
+    Every file is read and checked before anything is written.
+
+    Where: without --index, each (app, user) goes to the index of the store that already holds
+    it, else to the index named after its app, where LongTermMemory(app_name=APP) reads.
+    """
+    from ..transcripts import load_file
+
+    pol: Any = json_object("--policy", policy.strip()) if policy.strip()[:1] in ("{", "@") else policy
+
+    async def go() -> None:
+        sessions: list[dict[str, Any]] = []
+        records: list[MemoryRecord] = []
+        for f in files:
+            loaded = load_file(f, app_name=app_name, user_id=user_id)
+            sessions.extend(loaded.sessions)
+            records.extend(loaded.records)
+        pairs = [(s["app_name"], s["user_id"]) for s in sessions] + [(r.app_name, r.user_id) for r in records]
+        located = await locate_indices(factory(ctx), pairs, index=given_index(ctx))
+        indices = sorted(set(located.values()))
+        saved = new = 0
+        with _progress() as bar:
+            s_task = bar.add_task("importing sessions", total=len(sessions)) if sessions or not records else None
+            r_task = bar.add_task("restoring exported memories", total=len(records)) if records else None
+            for index in indices:
+                async with with_memory(ctx, index=index) as memory:
+                    for s in sessions:
+                        if located[(s["app_name"], s["user_id"])] == index:
+                            result = await memory.add_session_to_memory(s, auto_save_memory_policy=pol)
+                            saved += result.saved
+                            new += result.new_events
+                            bar.advance(s_task)  # type: ignore[arg-type]  # set whenever there are sessions
+                    mine = [r for r in records if located[(r.app_name, r.user_id)] == index]
+                    for i in range(0, len(mine), 500):
+                        await memory.upsert_records(mine[i : i + 500])
+                        bar.advance(r_task, len(mine[i : i + 500]))  # type: ignore[arg-type]
+        where = f" into {indices_phrase(indices)}" if indices else ""
+        if sessions or not records:
+            console.print(f"{len(sessions)} sessions, {new} new events, [green]{saved} memories saved[/]{where}")
+        if records:
+            console.print(f"[green]{len(records)} exported memories restored[/] (as exported: same ids){where}")
+
+    asyncio.run(go())
+
+
+def _private_file(path: str) -> TextIO:
+    """``path`` opened for writing as a file only its owner can read (0600), whatever the umask,
+    and made so when it existed with wider rights: an export holds every word a user said."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):  # not a FIFO or a terminal: those keep their rights
+            os.fchmod(fd, 0o600)
+        return os.fdopen(fd, "w", encoding="utf-8")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+@click.command()
+@click.option("--app", "app_name", required=True)
+@click.option("--user", "user_id", required=True)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="File to write, readable by its owner only (0600) (default: stdout).",
+)
+@click.pass_context
+def export(ctx: click.Context, app_name: str, user_id: str, output: str | None) -> None:
+    """Export one user's memories as JSON Lines (one record per line)."""
+
+    async def go() -> None:
+        n = 0
+        async with with_memory(ctx, app_name, user_id) as memory:
+            with _private_file(output) if output else contextlib.nullcontext(sys.stdout) as out:
+                async for rec in memory.iter_records(app_name=app_name, user_id=user_id):
+                    out.write(rec.model_dump_json(exclude_none=True) + "\n")
+                    n += 1
+        if output:
+            console.print(f"exported {n} memories to {escape(safe(output))}")
+
+    asyncio.run(go())
+
+
+@click.command()
+@click.option("--to-backend", required=True, help="Backend to copy into.")
+@click.option("--to-config", default=None, help="Its backend_config as JSON, or @file.json.")
+@click.option("--app", "app_name", default=None, help="Only this app (default: every app of every index).")
+@click.option("--user", "user_id", default=None, help="Only this user.")
+@click.pass_context
+def migrate(
+    ctx: click.Context, to_backend: str, to_config: str | None, app_name: str | None, user_id: str | None
+) -> None:
+    """Copy memories from this store to another backend; ids are kept, so re-running writes nothing twice.
+
+    Without --index, every index of the store is copied, each into the index of the same name
+    on the target (what `longterm stats` lists is what arrives); with --index, that index only.
+    With --app and --user, that user only, from the index holding them.
+    """
+    from ..memory import LongTermMemory
+
+    target_cfg = json_object("--to-config", to_config)
+
+    async def go() -> tuple[int, int, list[str]]:
+        if app_name and user_id:
+            index = await locate_index(factory(ctx), app_name, user_id, index=given_index(ctx))
+            plan: dict[str, list[tuple[str, str]] | None] = {index: [(app_name, user_id)]}
+        else:
+            plan = dict.fromkeys((await listed_indices(ctx))[1])
+        if target_cfg.get("index") and len(plan) > 1:
+            raise ConfigurationError(
+                f"--to-config names index {target_cfg['index']!r}, but the source has {len(plan)} indices "
+                f"({', '.join(map(repr, plan))}); pass --index to copy one of them into it."
+            )
+        copied = users = 0
+        with _progress() as bar:
+            for index, scopes in plan.items():
+                async with (
+                    with_memory(ctx, index=index) as source,
+                    LongTermMemory(backend=to_backend, backend_config=target_cfg, index=index) as target,
+                ):
+                    if scopes is None:
+                        scopes = [(a, u) for a, u, _ in await source.scopes() if app_name in (None, a)]
+                        scopes = [(a, u) for a, u in scopes if user_id in (None, u)]
+                    label = f"{index}: {source.backend_name} -> {target.backend_name}"
+                    task = bar.add_task(escape(safe(label)), total=len(scopes))
+                    for app, user in scopes:
+                        copied += await _copy(source, target, app, user)
+                        users += 1
+                        bar.advance(task)
+        return copied, users, list(plan)
+
+    copied, users, indices = asyncio.run(go())
+    where = f" from {indices_phrase(indices)}" if indices else ""
+    console.print(f"copied {copied} memories of {users} users{where} to {escape(safe(to_backend))}")
+
+
+async def _copy(source: LongTermMemory, target: LongTermMemory, app: str, user: str) -> int:
+    """Copy (app, user)'s records from ``source`` to ``target`` in batches; how many."""
+    copied, batch = 0, []
+    async for rec in source.iter_records(app_name=app, user_id=user):
+        batch.append(rec)
+        if len(batch) == 500:
+            await target.upsert_records(batch)
+            copied, batch = copied + len(batch), []
+    await target.upsert_records(batch)
+    return copied + len(batch)
