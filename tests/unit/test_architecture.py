@@ -40,7 +40,13 @@ LAYERS: list[set[str]] = [
 ]
 
 #: (module, name) pairs allowed to read a private name of another module, with the reason.
-EXCEPTIONS: dict[tuple[str, str], str] = {}
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("longterm.mcp.server", "_lowlevel_server"): (
+        "the MCP SDK runs a server on given streams only through its private low-level server: "
+        "run_stdio_async takes no streams, and our stdin repairs each line before the SDK's transport "
+        "validates it (and would drop it)"
+    ),
+}
 
 
 def _module_name(path: Path) -> str:
