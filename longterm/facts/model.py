@@ -48,6 +48,11 @@ def normal(text: str) -> str:
     return " ".join(text.casefold().split()).rstrip(".")
 
 
+def same_subject(a: str, b: str) -> bool:
+    """Are ``a`` and ``b`` the same person? (the way facts compare their subjects)"""
+    return normal(a) == normal(b)
+
+
 def iso(ts: float | None) -> str | None:
     return None if ts is None else datetime.fromtimestamp(ts, tz=timezone.utc).isoformat()
 

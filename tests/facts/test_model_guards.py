@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from longterm import InvalidInputError, LongTermMemory
-from longterm.facts import layer as fact_layer
+from longterm.facts.distill import MAX_FACT_CHARS, POISON_STRIKES
 from longterm.testing.scripted_llm import ScriptedChat
 from tests.facts.conftest import RULES, facts_config
 from tests.facts.test_scenarios import APP, DAY, T0, USER, current, every, said, save
@@ -73,7 +73,7 @@ async def test_a_cut_emoji_or_a_huge_text_in_an_answer_is_repaired_and_the_user_
     answer = {"facts": [{"text": "The user loves \ud83c pizza", "evidence": ["e1"]}, {"text": "x" * 100_000}]}
     chat.answer("extract", lambda task: answer)
     await save(m, said(1, "Pizza is my favourite food."))
-    assert sorted(await current(m), key=len) == ["The user loves \ufffd pizza", "x" * fact_layer.MAX_FACT_CHARS]
+    assert sorted(await current(m), key=len) == ["The user loves \ufffd pizza", "x" * MAX_FACT_CHARS]
     await save(m, said(2, "I live in Porto."))
     assert "The user lives in Porto" in await current(m)
     await m.close()
@@ -164,7 +164,7 @@ async def test_as_of_takes_a_datetime_or_an_iso_string_and_bad_values_say_so(tmp
 @pytest.mark.parametrize("fault", ["deep", "long", "shape", "malformed"])
 async def test_an_unusable_answer_is_retried_never_skipped(tmp_path: Path, chat: ScriptedChat, fault: str):
     m = local(tmp_path, chat)
-    chat.fail(*[fault] * fact_layer.POISON_STRIKES)  # as many times as a fault of ours may fail
+    chat.fail(*[fault] * POISON_STRIKES)  # as many times as a fault of ours may fail
     await m.add_session_to_memory(said(1, "I live in Porto."))
     assert await m.flush_facts() == 1  # the save's try and the flush's: the event waits
     assert await m.flush_facts() == 1  # the third: still waiting, not skipped
