@@ -5,6 +5,8 @@ The seam: ``SyncPortal().call(coro)`` blocks until ``coro`` finished on the port
 saving lives there: its saves and timers outlive a caller's short-lived loops); ``stop()``
 ends the loop once every call in flight has ended; a call after that runs on a loop of its
 own (a closed memory answers it at once: "closed", or nothing to do for a second close).
+``sync_twin(method)`` writes a blocking twin of an async method once, typed as the method is:
+``search_sync = sync_twin(search)`` in a class whose instances have a ``portal``.
 
 Why a loop in a thread of its own instead of ``asyncio.run`` per call: it lets the wrappers
 work even where a loop is already running (Jupyter, an async web handler calling a sync
@@ -27,18 +29,23 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import functools
 import logging
 import os
 import threading
 import weakref
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+
+from typing_extensions import TypeVarTuple, Unpack
 
 from .errors import BackendError
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+P = ParamSpec("P")
+Ts = TypeVarTuple("Ts")
 
 #: Seconds ``stop`` lets calls of other threads finish before cancelling them.
 STOP_GRACE = 10.0
@@ -51,7 +58,7 @@ _CLOSED_WHILE = "the memory was closed while this call ran; open a new LongTermM
 #: Every portal alive in this process, for ``_after_fork_in_child`` (weakly).
 _LIVE: weakref.WeakSet[SyncPortal] = weakref.WeakSet()
 #: What a forked child inherited from the parent's portals: kept, never closed or stopped.
-_ORPHANS: list[Any] = []
+_ORPHANS: list[tuple[asyncio.AbstractEventLoop | None, threading.Thread | None]] = []
 
 
 class SyncPortal:
@@ -90,7 +97,7 @@ class SyncPortal:
         """The caller runs on the portal's own thread."""
         return threading.current_thread() is self._thread
 
-    def post(self, fn: Callable[..., Any], *args: Any) -> bool:
+    def post(self, fn: Callable[[Unpack[Ts]], object], *args: Unpack[Ts]) -> bool:
         """Run ``fn(*args)`` soon on the portal's loop, from any thread, without waiting; False once stopped.
 
         In a context of its own: the caller's context variables (a framework's request state) are
@@ -221,7 +228,8 @@ def _run_alone(coro: Coroutine[Any, Any, T]) -> T:
     thread.join()
     if "error" in box:
         raise box["error"]
-    return box["result"]
+    result: T = box["result"]
+    return result
 
 
 async def _drain(calls: list[concurrent.futures.Future[Any]], grace: float) -> None:
@@ -239,3 +247,27 @@ async def _drain(calls: list[concurrent.futures.Future[Any]], grace: float) -> N
         t.cancel()
     if others:
         await asyncio.wait(others, timeout=_UNWIND)
+
+
+class HasPortal(Protocol):
+    """What ``sync_twin``'s methods need of their object: the portal their coroutines run on."""
+
+    @property
+    def portal(self) -> SyncPortal: ...
+
+
+S = TypeVar("S", bound=HasPortal)
+
+
+def sync_twin(method: Callable[Concatenate[S, P], Coroutine[Any, Any, T]]) -> Callable[Concatenate[S, P], T]:
+    """The blocking twin of the async ``method``: the same parameters, its result once it ran on
+    the object's ``portal`` (``SyncPortal.call``). Named ``<method>_sync``."""
+
+    @functools.wraps(method, updated=())
+    def twin(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self.portal.call(method(self, *args, **kwargs))
+
+    twin.__name__ = f"{method.__name__}_sync"
+    twin.__qualname__ = f"{method.__qualname__}_sync"
+    twin.__doc__ = f"``{method.__name__}``, blocking: run on the memory's own loop (see ``longterm._sync``)."
+    return twin

@@ -27,11 +27,14 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from . import __version__
 from .errors import BackendUnavailableError, ConfigurationError, LongTermMemoryError
 from .records import Scope
+
+if TYPE_CHECKING:
+    from .memory import LongTermMemory
 
 #: Seconds the backend may take to answer before the doctor says it cannot be reached.
 DEADLINE = 5.0
@@ -115,14 +118,15 @@ def _reach_problem(exc: BaseException, backend: str) -> Check:
     return Check("backend", "fail", str(exc), "see the message; `longterm --help` lists the options")
 
 
-def _server_version(backend: Any) -> str | None:
+def _server_version(backend: object) -> str | None:
     """The engine server's version where one round trip gives it (Redis), else None."""
-    if getattr(backend, "name", "") != "redis" or not getattr(backend, "url", None):
+    url = getattr(backend, "url", None)
+    if getattr(backend, "name", "") != "redis" or not url:
         return None
     try:
         import redis
 
-        client = redis.Redis.from_url(backend.url, socket_timeout=2, socket_connect_timeout=2)
+        client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
         try:
             info = client.info("server")
             modules = {m.get("name"): m.get("ver") for m in client.module_list()}
@@ -134,7 +138,7 @@ def _server_version(backend: Any) -> str | None:
     return f"redis {info.get('redis_version')}" + (f", RediSearch {search}" if search else "")
 
 
-async def diagnose(open_memory: Callable[[], Any]) -> list[Check]:
+async def diagnose(open_memory: Callable[[], LongTermMemory]) -> list[Check]:
     """Every check on the memory ``open_memory()`` builds (see the module docstring)."""
     versions = f"longterm {__version__}, Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}"
     try:
@@ -153,7 +157,7 @@ async def diagnose(open_memory: Callable[[], Any]) -> list[Check]:
             pass  # what failed is in the table already
 
 
-async def _store_checks(memory: Any, versions: str) -> list[Check]:
+async def _store_checks(memory: LongTermMemory, versions: str) -> list[Check]:
     backend = memory.backend_instance
     embedder = getattr(backend, "embedder", None)
     what = f"backend {memory.backend_name} at {getattr(backend, 'where', '?')}, index {memory.index!r}, "
@@ -195,12 +199,12 @@ async def _store_checks(memory: Any, versions: str) -> list[Check]:
 LEDGER_USERS, LEDGER_RECORDS = 50, 20_000
 
 
-async def _ledger_agrees(memory: Any) -> Check:
+async def _ledger_agrees(memory: LongTermMemory) -> Check:
     """Where the engine writes records and ledger apart (``atomic_save`` False): every record of a
     session the ledger knows is in that session's ledger. A record outside it is a save that was
     cut off between its two writes (harmless: saving the session again marks it, writing nothing
     twice); records of sessions the ledger never saw (``add_memory``, a restore) are not counted."""
-    backend, read, missing, where = memory.backend_instance, 0, 0, set()
+    ledger, read, missing, where = memory.event_ledger, 0, 0, set()
     for app, user, _ in (await asyncio.wait_for(memory.scopes(), DEADLINE))[:LEDGER_USERS]:
         by_session: dict[str, set[str]] = {}
         async for rec in memory.iter_records(app_name=app, user_id=user):
@@ -209,7 +213,7 @@ async def _ledger_agrees(memory: Any) -> Check:
             if read >= LEDGER_RECORDS:
                 break
         for session_id, events in by_session.items():
-            saved = await backend.saved(Scope(app_name=app, user_id=user), session_id)
+            saved = await ledger.saved(Scope(app_name=app, user_id=user), session_id)
             if saved and not events <= saved:
                 missing += len(events - saved)
                 where.add(session_id)

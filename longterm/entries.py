@@ -1,7 +1,7 @@
 """What ``search_memory`` returns: ADK's types when google-adk is installed, look-alikes otherwise.
 
-The seam: ``MemoryServiceBase``, ``MemoryEntry``, ``SearchMemoryResponse`` and
-``make_content(dict)``. With google-adk importable they *are* ADK's classes, so
+The seam: ``MemoryServiceBase``, ``MemoryEntry``, ``SearchMemoryResponse``, ``EntryContent``
+(a ``MemoryEntry``'s content type) and ``make_content(dict)``. With google-adk importable they *are* ADK's classes, so
 ``LongTermMemory`` subclasses ``BaseMemoryService`` and ADK's ``Runner``, its pydantic
 ``InvocationContext`` and its ``load_memory`` tool accept it and its results unchanged
 (pydantic validates those by class, so duck typing would not be enough). Without
@@ -25,12 +25,13 @@ try:  # pragma: no branch - which arm runs depends on the install
     from google.adk.memory.base_memory_service import BaseMemoryService as MemoryServiceBase
     from google.adk.memory.base_memory_service import SearchMemoryResponse
     from google.adk.memory.memory_entry import MemoryEntry
-    from google.genai import types as _genai_types
+    from google.genai.types import Content as EntryContent
+    from google.genai.types import Part as _Part
 
     HAVE_ADK = True
 except ImportError:
     HAVE_ADK = False
-    _genai_types = None  # type: ignore[assignment]
+    EntryContent = Content  # type: ignore[misc,assignment]  # ours stands in for genai's
 
     class MemoryServiceBase(ABC):  # type: ignore[no-redef]  # noqa: B024
         """Stand-in for ADK's BaseMemoryService when google-adk is not installed."""
@@ -49,8 +50,8 @@ except ImportError:
 
 
 if HAVE_ADK:  # templates for the fast path of make_content
-    _TEXT_PART = _genai_types.Part(text="")
-    _EMPTY_CONTENT = _genai_types.Content(role="user", parts=[])
+    _TEXT_PART = _Part(text="")
+    _EMPTY_CONTENT = EntryContent(role="user", parts=[])
 
 
 def _text_only(content: dict[str, Any]) -> bool:
@@ -62,8 +63,8 @@ def _text_only(content: dict[str, Any]) -> bool:
     )
 
 
-def make_content(content: dict[str, Any], fallback_text: str) -> Any:
-    """The stored ADK-shaped content as ADK's ``types.Content`` (or ours).
+def make_content(content: dict[str, Any], fallback_text: str) -> EntryContent:
+    """The stored ADK-shaped content as ADK's ``types.Content`` (or ours, ``EntryContent`` either way).
 
     Text-only content (nearly every memory) is copied from validated templates with only
     ``role`` and ``text`` replaced: genai's validators run in Python and cost 20 us per
@@ -72,12 +73,11 @@ def make_content(content: dict[str, Any], fallback_text: str) -> Any:
     if HAVE_ADK and _text_only(content):
         parts = [_TEXT_PART.model_copy(update={"text": p["text"]}) for p in content["parts"]]
         return _EMPTY_CONTENT.model_copy(update={"role": content["role"], "parts": parts})
-    cls = _genai_types.Content if HAVE_ADK else Content
     try:
-        return cls.model_validate(content)
+        return EntryContent.model_validate(content)
     except Exception:  # content written by another tool or version: keep its text
         log.debug("stored content did not validate; returning its text", exc_info=True)
-        return cls.model_validate({"role": content.get("role") or "user", "parts": [{"text": fallback_text}]})
+        return EntryContent.model_validate({"role": content.get("role") or "user", "parts": [{"text": fallback_text}]})
 
 
 def entry_text(entry: Any) -> str:
@@ -85,3 +85,14 @@ def entry_text(entry: Any) -> str:
     content = getattr(entry, "content", None)
     parts = getattr(content, "parts", None) or []
     return " ".join(t for t in (getattr(p, "text", None) for p in parts) if t)
+
+
+__all__ = [
+    "HAVE_ADK",
+    "EntryContent",
+    "MemoryEntry",
+    "MemoryServiceBase",
+    "SearchMemoryResponse",
+    "entry_text",
+    "make_content",
+]

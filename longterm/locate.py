@@ -4,7 +4,10 @@ The seam: ``locate_index(memory_factory, app_name, user_id, index=None) -> str``
 users at once ``locate_indices(memory_factory, scopes, index=None) -> {(app, user): index}``;
 ``store_indices(memory_factory, probe)`` lists the indices of a store that hold memories.
 ``memory_factory(index)`` opens a ``LongTermMemory`` on that index of one store (same backend,
-location and prefix); every memory it opens here is closed before the call returns.
+location and prefix); every memory it opens here is closed before the call returns. A caller
+that keeps its memories open and finds the indices holding a user its own way (the UI) applies
+the same rule to what it found: ``choose(app, user, holding)`` (the one index, none, or
+``SeveralIndices`` naming them).
 
 The rule (``RULE``, also in the CLI's help and the README): an index given (``--index``, or
 ``index`` in ``--config``) is used as it is. Otherwise (app, user) is looked for in every index
@@ -94,11 +97,23 @@ async def holders(memory_factory: MemoryFactory, pairs: Sequence[Pair], *, probe
     return {pair: sorted(names) for pair, names in found.items()}
 
 
-def _several(app: str, user: str, names: list[str]) -> InvalidInputError:
-    return InvalidInputError(
-        f"user {user!r} of app {app!r} has memories in {len(names)} indices of this store "
-        f"({', '.join(repr(n) for n in names)}); pass --index with one of them (`longterm stats` lists them)."
-    )
+class SeveralIndices(InvalidInputError):
+    """Several indices of the store hold one (app, user), which ``RULE`` refuses to guess: ``names``."""
+
+    def __init__(self, app_name: str, user_id: str, names: Sequence[str]) -> None:
+        super().__init__(
+            f"user {user_id!r} of app {app_name!r} has memories in {len(names)} indices of this store "
+            f"({', '.join(repr(n) for n in names)}); pass --index with one of them (`longterm stats` lists them)."
+        )
+        self.app_name, self.user_id, self.names = app_name, user_id, list(names)
+
+
+def choose(app_name: str, user_id: str, holding: Sequence[str]) -> str | None:
+    """``RULE`` over the indices found holding (app, user): the one that does, None when none
+    does (the caller's default), ``SeveralIndices`` naming them when several do."""
+    if len(holding) > 1:
+        raise SeveralIndices(app_name, user_id, holding)
+    return holding[0] if holding else None
 
 
 async def locate_indices(
@@ -112,9 +127,7 @@ async def locate_indices(
     found = await holders(memory_factory, pairs, probe=pairs[0][0])
     located: dict[Pair, str] = {}
     for (app, user), names in found.items():
-        if len(names) > 1:
-            raise _several(app, user, names)
-        located[(app, user)] = names[0] if names else app
+        located[(app, user)] = choose(app, user, names) or app
     return located
 
 
@@ -125,4 +138,13 @@ async def locate_index(memory_factory: MemoryFactory, app_name: str, user_id: st
     return (await locate_indices(memory_factory, [(app_name, user_id)], index=index))[(app_name, user_id)]
 
 
-__all__ = ["RULE", "MemoryFactory", "holders", "locate_index", "locate_indices", "store_indices"]
+__all__ = [
+    "RULE",
+    "MemoryFactory",
+    "SeveralIndices",
+    "choose",
+    "holders",
+    "locate_index",
+    "locate_indices",
+    "store_indices",
+]

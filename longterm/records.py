@@ -1,7 +1,9 @@
-"""The data model every part of longterm shares: ``Scope``, ``MemoryRecord``, ``Hit``.
+"""The data model every part of longterm shares: ``Scope``, ``MemoryRecord``, ``Hit``, ``Memory``,
+``SaveResult``.
 
 The seam: policies produce records, backends store and return them, the facade turns
-hits into ADK ``MemoryEntry`` objects. Nothing else crosses module boundaries.
+hits into ADK ``MemoryEntry`` objects (or the simple API's ``Memory``) and saves into
+``SaveResult``s. Nothing else crosses module boundaries.
 
 Why the id is derived and not assigned: ``record_id(app, user, session, event)`` is
 the upsert key on every backend. A replayed save, a restarted process or two workers
@@ -234,11 +236,6 @@ def record_id(app_name: str, user_id: str, session_id: str, event_id: str) -> st
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:32]
 
 
-def content_digest(*fields: Any) -> str:
-    """A short hash of a record's stored fields: engines skip rewriting an unchanged record."""
-    return hashlib.blake2b(repr(fields).encode("utf-8"), digest_size=12).hexdigest()
-
-
 class MemoryRecord(BaseModel):
     """One saved memory: the kept parts of one event, with its scope and provenance."""
 
@@ -358,6 +355,21 @@ class Memory(BaseModel):
             kind=kind,
             metadata=dict(record.metadata),
         )
+
+
+class SaveResult(BaseModel):
+    """What one save did. ADK ignores it; scripts and the CLI print it."""
+
+    session_id: str
+    new_events: int
+    """Events the ledger had not seen before this save."""
+    saved: int
+    """Records written (new events the policy kept)."""
+    memory_ids: list[str] = Field(default_factory=list)
+    """The ids of the memories written (``get(id)``, ``delete(id)``)."""
+    refused: int = 0
+    """Events left out, unmarked, because they are in no known shape (automatic saves only:
+    a direct save raises instead); fixed, the same ids save later."""
 
 
 class MemoryPage(BaseModel):

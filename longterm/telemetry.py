@@ -58,6 +58,7 @@ SEARCH_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 
 BACKLOGS = ("embeddings", "facts")
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+Owner = TypeVar("Owner")
 
 
 def enabled() -> bool:
@@ -70,7 +71,7 @@ def content_on() -> bool:
     return os.environ.get(CONTENT_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def pseudonym(value: Any) -> str:
+def pseudonym(value: object) -> str:
     """``value`` (an id) as telemetry and logs carry it: itself with ``LONGTERM_TELEMETRY_CONTENT=1``,
     else the first 8 hex digits of its SHA-256 (``#1a2b3c4d``): lines about one session can be
     told apart and matched against a known id, and none names it."""
@@ -152,7 +153,7 @@ _backlogs: dict[str, list[tuple[weakref.ref[Any], Callable[[Any], int | None], d
 }
 
 
-def register_backlog(kind: str, owner: Any, read: Callable[[Any], int | None], **attrs: str) -> None:
+def register_backlog(kind: str, owner: Owner, read: Callable[[Owner], int | None], **attrs: str) -> None:
     """Report ``read(owner)`` as ``longterm.<kind>.backlog`` at each collection, with ``attrs``
     (e.g. ``backend="redis"``; never an id), while ``owner`` lives. ``read`` must be cheap and
     must not block (a count the owner keeps); None or an exception leaves that point out."""
@@ -245,7 +246,7 @@ def span(name: str, links: Sequence[Any] = (), **attrs: Any) -> Iterator[Span]:
             raise
 
 
-def failed(current: Any, exc: BaseException, backend: Any) -> None:
+def failed(current: Any, exc: BaseException, backend: object) -> None:
     """Mark ``current`` (a span, or None) failed by ``exc`` and count the error, by class only."""
     kind = type(exc).__name__
     if current is not None and current.is_recording():
@@ -260,7 +261,7 @@ def failed(current: Any, exc: BaseException, backend: Any) -> None:
 # -- the facade's operations ----------------------------------------------------------------------
 
 
-def _where(memory: Any) -> dict[str, Any]:
+def _where(memory: object) -> dict[str, Any]:
     return {"backend": getattr(memory, "backend_name", ""), "index": getattr(memory, "index", "")}
 
 

@@ -1,11 +1,12 @@
 """A framework-neutral ``load_memory`` tool: a function plus its JSON schema.
 
 The seam: ``memory.as_tool(app_name=, user_id=)`` returns a ``MemoryTool`` bound to one
-user. Give ``tool.openai_schema()`` to an OpenAI-style chat API as a function tool; when
-the model calls it, ``await tool(**arguments)`` (or ``tool.call_sync``) returns plain
-JSON-ready data. The binding to (app, user) happens here, in code: the model can choose
-the query, never whose memories it reads. ``user_id`` defaults to the memory's
-``user_id`` (VeADK's deprecated ``LongTermMemory(user_id=...)``).
+user, over the memory's port (``longterm.ports.MemoryPort``). Give ``tool.openai_schema()``
+to an OpenAI-style chat API as a function tool; when the model calls it,
+``await tool(**arguments)`` (or ``tool.call_sync``) returns plain JSON-ready data. The
+binding to (app, user) happens here, in code: the model can choose the query, never whose
+memories it reads. ``user_id`` defaults to the memory's ``user_id`` (VeADK's deprecated
+``LongTermMemory(user_id=...)``).
 
 Why a failing memory returns a result instead of raising: a tool call is part of an agent's
 turn, and a store that is down must cost the turn its recall, not the reply. The tool says
@@ -31,7 +32,7 @@ from .entries import entry_text
 from .errors import InvalidInputError, LongTermMemoryError
 
 if TYPE_CHECKING:
-    from .memory import LongTermMemory
+    from .ports import MemoryPort
 
 log = logging.getLogger(__name__)
 
@@ -56,11 +57,11 @@ _lock = threading.Lock()
 _down: dict[int, _Outage] = {}
 
 
-def _where(memory: Any) -> dict[str, Any]:
+def _where(memory: object) -> dict[str, object]:
     return {"backend": getattr(memory, "backend_name", None), "index": getattr(memory, "index", None)}
 
 
-def unavailable(tool: str, exc: BaseException, memory: Any = None) -> dict[str, Any]:
+def unavailable(tool: str, exc: BaseException, memory: object = None) -> dict[str, Any]:
     """Log why ``tool`` could not search ``memory`` (once per outage); return the tool result
     that tells the model."""
     if isinstance(exc, InvalidInputError):  # the model's arguments, not the store: let it try again
@@ -85,7 +86,7 @@ def unavailable(tool: str, exc: BaseException, memory: Any = None) -> dict[str, 
     return {"memories": [], "error": UNAVAILABLE}
 
 
-def answered(tool: str, memory: Any = None) -> None:
+def answered(tool: str, memory: object = None) -> None:
     """A search of ``tool`` on ``memory`` worked: log the end of its outage, if it had one."""
     if not _down:  # the common case: nothing to look up
         return
@@ -112,10 +113,10 @@ class MemoryTool:
     }
 
     def __init__(
-        self, memory: LongTermMemory, *, app_name: str, user_id: str | None = None, top_k: int | None = None
+        self, memory: MemoryPort, *, app_name: str, user_id: str | None = None, top_k: int | None = None
     ) -> None:
         user: str = user_id or memory.user_id  # VeADK's LongTermMemory(user_id=...): the default user
-        memory._scope(app_name, user)  # validate now, not at the model's first call
+        memory.scope(app_name, user)  # validate now, not at the model's first call
         self.memory, self.app_name, self.user_id, self.top_k = memory, app_name, user, top_k
 
     def openai_schema(self) -> dict[str, Any]:
@@ -144,4 +145,4 @@ class MemoryTool:
         }
 
     def call_sync(self, query: str) -> dict[str, Any]:
-        return self.memory._sync(self(query))
+        return self.memory.portal.call(self(query))

@@ -138,6 +138,13 @@ MESSAGE_BODY = ("content", "text", "parts", "tool_calls")
 
 
 def _message_to_event(msg: dict[str, Any], at: str) -> dict[str, Any]:
+    """A message of a file as the ADK event its id is derived from.
+
+    Not ``shapes.as_event``, though both read OpenAI-style messages: the ids of every file
+    imported so far are derived from this form, and the gate's differs (it lowercases the
+    role, reads typed and bare-string parts, tool calls and tool results, and neither
+    ``text``, ``speaker`` nor ``time``), so reading files through it would import them again
+    under new ids."""
     if "author" in msg and isinstance(msg.get("content"), (dict, type(None))):
         return _check_event(msg, at)  # already an ADK event
     if not any(k in msg for k in MESSAGE_BODY):

@@ -28,16 +28,21 @@ from collections.abc import Iterator
 from typing import Any
 
 from pydantic import Field, PrivateAttr, ValidationError
+from typing_extensions import override
 
 from ..errors import ConfigurationError, InvalidInputError, LongTermMemoryError, raise_ours_from, require
 
 require("google.adk", package="google-adk", extra="adk", purpose="longterm.integrations.adk")
 
-from google.adk.agents import LlmAgent  # noqa: E402
+from google.adk.agents import BaseAgent, LlmAgent  # noqa: E402
+from google.adk.agents.callback_context import CallbackContext  # noqa: E402
+from google.adk.memory import BaseMemoryService  # noqa: E402
+from google.adk.models import LlmRequest  # noqa: E402
 from google.adk.runners import Runner as _AdkRunner  # noqa: E402
-from google.adk.sessions import InMemorySessionService  # noqa: E402
+from google.adk.sessions import BaseSessionService, InMemorySessionService  # noqa: E402
 from google.adk.tools.load_memory_tool import LoadMemoryTool  # noqa: E402
 from google.adk.tools.preload_memory_tool import PreloadMemoryTool  # noqa: E402
+from google.adk.tools.tool_context import ToolContext  # noqa: E402
 from google.genai import types  # noqa: E402
 
 from ..autosave import AutoSaver  # noqa: E402
@@ -47,13 +52,16 @@ from ..tools import answered, unavailable  # noqa: E402
 log = logging.getLogger(__name__)
 
 
-def _memory_of(tool_context: Any) -> Any:
-    """The memory service of the turn ``tool_context`` belongs to (None where ADK hides it):
-    an outage is a store's, told apart by it."""
-    invocation = getattr(tool_context, "_invocation_context", None)
-    return getattr(invocation, "memory_service", None)
+def _memory_of(tool_context: ToolContext) -> object:
+    """The memory service of the turn ``tool_context`` belongs to (None where ADK does not say):
+    an outage is a store's, told apart by it. ADK 2 says it (``get_invocation_context()``, public);
+    ADK 1 keeps it private, and there every memory's outage is told as one."""
+    invocation = getattr(tool_context, "get_invocation_context", None)
+    return None if invocation is None else getattr(invocation(), "memory_service", None)
 
 
+#: What VeADK's ``run(messages=...)`` takes: text or genai ``Content``, one or a list.
+Messages = str | types.Content | list[str | types.Content]
 #: The user a Runner runs as when neither ``user_id=`` nor the memory names one (VeADK style calls).
 DEFAULT_USER = "default_user"
 
@@ -61,7 +69,8 @@ DEFAULT_USER = "default_user"
 class LoadMemory(LoadMemoryTool):
     """ADK's ``load_memory``; a failing memory gives the model a "memory is unavailable" result."""
 
-    async def run_async(self, *, args: dict[str, Any], tool_context: Any) -> Any:
+    @override
+    async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
         try:
             result = await super().run_async(args=args, tool_context=tool_context)
         except Exception as exc:
@@ -73,7 +82,8 @@ class LoadMemory(LoadMemoryTool):
 class PreloadMemory(PreloadMemoryTool):
     """ADK's ``preload_memory``; a failing memory leaves the request without memories, logged."""
 
-    async def process_llm_request(self, *, tool_context: Any, llm_request: Any) -> None:
+    @override
+    async def process_llm_request(self, *, tool_context: ToolContext, llm_request: LlmRequest) -> None:
         try:
             await super().process_llm_request(tool_context=tool_context, llm_request=llm_request)
         except Exception as exc:
@@ -113,6 +123,7 @@ class Agent(LlmAgent):
             raise_ours_from(exc)  # a bad threshold is a ConfigurationError, not pydantic noise
             raise
 
+    @override
     def model_post_init(self, __context: Any) -> None:
         super().model_post_init(__context)
         if self.long_term_memory is None:
@@ -132,7 +143,7 @@ class Agent(LlmAgent):
             self.before_agent_callback = [*_callbacks(self.before_agent_callback), self._before_turn]
             self.after_agent_callback = [*_callbacks(self.after_agent_callback), self._after_turn]
 
-    async def _before_turn(self, callback_context: Any) -> None:
+    async def _before_turn(self, callback_context: CallbackContext) -> None:
         if self._saver is not None:
             try:
                 await self._saver.before_turn(callback_context.session, timeout=self.save_before_recall_timeout)
@@ -140,7 +151,7 @@ class Agent(LlmAgent):
                 log.exception("saving the user's earlier sessions before this turn failed; the turn goes on")
         return None
 
-    async def _after_turn(self, callback_context: Any) -> None:
+    async def _after_turn(self, callback_context: CallbackContext) -> None:
         if self._saver is not None:
             try:
                 self._saver.notify(callback_context.session)
@@ -178,9 +189,9 @@ class Runner(_AdkRunner):
     def __init__(
         self,
         *,
-        agent: Any = None,
-        memory_service: Any = None,
-        session_service: Any = None,
+        agent: BaseAgent | None = None,
+        memory_service: BaseMemoryService | None = None,
+        session_service: BaseSessionService | None = None,
         user_id: str | None = None,
         **kwargs: Any,
     ) -> None:
@@ -198,7 +209,8 @@ class Runner(_AdkRunner):
         )
         self.user_id: str = user_id or getattr(self.long_term_memory, "user_id", "") or DEFAULT_USER
 
-    def run(self, messages: Any = None, **kwargs: Any) -> Any:
+    @override
+    def run(self, messages: Messages | None = None, **kwargs: Any) -> Any:  # ADK's generator, or VeADK's reply
         """ADK's ``run(user_id=, session_id=, new_message=)`` (a generator of events), or, given
         ``messages`` (a string or a list of them), VeADK's ``await run(messages, session_id=)``:
         runs each message as a turn (creating the session if needed) and returns the last reply text."""
@@ -209,7 +221,7 @@ class Runner(_AdkRunner):
         return self._run_messages(messages, **kwargs)
 
     async def _run_messages(
-        self, messages: Any, *, user_id: str = "", session_id: str = "", run_config: Any = None
+        self, messages: Messages, *, user_id: str = "", session_id: str = "", run_config: Any = None
     ) -> str:
         user_id = user_id or self.user_id
         session_id = session_id or f"tmp-session-{uuid.uuid4().hex}"
@@ -258,6 +270,7 @@ class Runner(_AdkRunner):
             )
         return await self.long_term_memory.add_session_to_memory(session, **kwargs)
 
+    @override
     async def close(self) -> None:
         memories: list[LongTermMemory] = []
         for m in [*(getattr(a, "long_term_memory", None) for a in _walk(self.agent)), self.long_term_memory]:
@@ -278,7 +291,7 @@ class Runner(_AdkRunner):
             raise unsaved_error(unsaved, failure, released) from failure
 
 
-def _walk(agent: Any) -> Iterator[Any]:
+def _walk(agent: object) -> Iterator[object]:
     if agent is None:
         return
     yield agent

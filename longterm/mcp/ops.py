@@ -20,8 +20,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -31,7 +31,13 @@ from .. import telemetry
 from ..errors import LongTermMemoryError
 from .auth import Tokens
 
+if TYPE_CHECKING:
+    from ..ports import MemoryPort
+
 log = logging.getLogger(__name__)
+
+#: A Starlette endpoint: a request in, a response out.
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 #: Seconds ``/healthz`` waits for a store's answer before it says the store is unreachable.
 HEALTH_SECONDS = 3.0
@@ -61,7 +67,7 @@ def prometheus_registry() -> Any:
     return registry
 
 
-def _guarded(endpoint: Any, tokens: Tokens, host: str) -> Any:
+def _guarded(endpoint: Endpoint, tokens: Tokens, host: str) -> Endpoint:
     """``endpoint``, open on loopback, behind any token of the file elsewhere."""
     open_here = host in LOOPBACK
 
@@ -78,7 +84,7 @@ def _guarded(endpoint: Any, tokens: Tokens, host: str) -> Any:
     return guarded
 
 
-def _metrics(registry: Any) -> Any:
+def _metrics(registry: Any) -> Endpoint:
     async def metrics(_: Request) -> Response:
         if registry is None:
             return PlainTextResponse(NO_EXPORTER, status_code=501)
@@ -89,7 +95,7 @@ def _metrics(registry: Any) -> Any:
     return metrics
 
 
-async def _reach(memory: Any, app_name: str, user_id: str) -> str | None:
+async def _reach(memory: MemoryPort, app_name: str, user_id: str) -> str | None:
     """None when ``memory``'s store answers a count within ``HEALTH_SECONDS``, else why not."""
     try:
         await asyncio.wait_for(memory.count(app_name=app_name, user_id=user_id), HEALTH_SECONDS)
@@ -100,7 +106,7 @@ async def _reach(memory: Any, app_name: str, user_id: str) -> str | None:
         return str(exc)
 
 
-def _healthz(per_user: Mapping[str, Any], app_name: str) -> Any:
+def _healthz(per_user: Mapping[str, MemoryPort], app_name: str) -> Endpoint:
     # One probe per store: users on one index share one memory.
     probes = {id(m): (m, user) for user, m in per_user.items()}
     backends = sorted({m.backend_name for m, _ in probes.values()})
@@ -124,7 +130,7 @@ def _healthz(per_user: Mapping[str, Any], app_name: str) -> Any:
     return healthz
 
 
-def routes(per_user: Mapping[str, Any], *, app_name: str, tokens: Tokens, host: str) -> Sequence[Route]:
+def routes(per_user: Mapping[str, MemoryPort], *, app_name: str, tokens: Tokens, host: str) -> Sequence[Route]:
     """``/metrics`` and ``/healthz`` for ``http_app`` (see the module docstring)."""
     registry = prometheus_registry()
     return [

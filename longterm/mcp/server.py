@@ -24,7 +24,7 @@ import io
 import json
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -36,11 +36,13 @@ from starlette.types import Receive, Scope, Send
 
 from .._net import bind
 from ..locate import MemoryFactory, locate_indices
-from ..memory import LongTermMemory
 from ..records import bound_depth, repair_tree
 from . import ops
 from .auth import Tokens
 from .tools import build_server
+
+if TYPE_CHECKING:
+    from ..ports import MemoryPort
 
 #: Levels a JSON-RPC message over stdio keeps (its envelope takes 4): deeper arguments arrive as
 #: their JSON text and get a tool error, where pydantic (200 levels) made the SDK drop the line.
@@ -82,24 +84,27 @@ class _RepairedStdin:
 
 async def memories_for(
     memory_factory: MemoryFactory, *, app_name: str, users: Sequence[str], index: str | None = None
-) -> dict[str, LongTermMemory]:
+) -> dict[str, MemoryPort]:
     """Each user's memory, on the index holding their memories of ``app_name`` (``index`` when
     given; ``locate.RULE``); users on one index share one memory. Raises, opening nothing, when
     several indices hold one user."""
     located = await locate_indices(memory_factory, [(app_name, u) for u in users], index=index)
-    opened: dict[str, LongTermMemory] = {}
+    opened: dict[str, MemoryPort] = {}
     for name in dict.fromkeys(located.values()):
         opened[name] = memory_factory(name)
     return {u: opened[located[(app_name, u)]] for u in users}
 
 
-async def serve_stdio(memory: LongTermMemory, *, app_name: str, user_id: str) -> None:
+async def serve_stdio(memory: MemoryPort, *, app_name: str, user_id: str) -> None:
     """Serve ``user_id``'s memory tools on stdin/stdout until the client closes them."""
     server = build_server(memory, app_name=app_name, user_id=user_id)
     try:
         async with stdio_server(stdin=_RepairedStdin()) as (read, write):  # type: ignore[arg-type]
-            # What MCPServer.run_stdio_async does, with our stdin (mcp 2.x, pinned below 3).
-            await server._lowlevel_server.run(read, write, server._lowlevel_server.create_initialization_options())
+            # What MCPServer.run_stdio_async does, with our stdin (mcp 2.x, pinned below 3): the SDK
+            # runs an MCPServer on given streams only through its low-level server, which it keeps
+            # private (run_stdio_async takes no streams; middleware sees a line after it was dropped).
+            lowlevel = server._lowlevel_server
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
     finally:
         await memory.close()
 
@@ -124,14 +129,14 @@ class _Gate:
         await self.servers[user].session_manager.handle_request(scope, receive, send)
 
 
-def _one_each(memories: LongTermMemory | Mapping[str, LongTermMemory], users: Sequence[str]) -> dict[str, Any]:
-    if isinstance(memories, LongTermMemory):
-        return dict.fromkeys(users, memories)
-    return {u: memories[u] for u in users}
+def _one_each(memories: MemoryPort | Mapping[str, MemoryPort], users: Sequence[str]) -> dict[str, MemoryPort]:
+    if isinstance(memories, Mapping):
+        return {u: memories[u] for u in users}
+    return dict.fromkeys(users, memories)
 
 
 def http_app(
-    memories: LongTermMemory | Mapping[str, LongTermMemory],
+    memories: MemoryPort | Mapping[str, MemoryPort],
     *,
     app_name: str,
     tokens: Tokens,
@@ -146,7 +151,7 @@ def http_app(
         server.streamable_http_app(host=host, max_request_body_size=MAX_BODY_BYTES)  # makes its session manager
 
     @contextlib.asynccontextmanager
-    async def lifespan(_: Any) -> AsyncIterator[None]:
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 for server in servers.values():
@@ -161,7 +166,7 @@ def http_app(
 
 
 async def serve_http(
-    memories: LongTermMemory | Mapping[str, LongTermMemory],
+    memories: MemoryPort | Mapping[str, MemoryPort],
     *,
     app_name: str,
     tokens: Tokens,

@@ -1,11 +1,12 @@
 """The memory tools an MCP client sees, bound in code to one (app, user).
 
 The seam: ``build_server(memory, app_name=, user_id=)`` returns an SDK ``MCPServer`` whose
-tools search, save, delete, erase and list that user's memories (and show the user's
-profile where the memory has a fact layer). Their arguments are what a model chooses -
-a query, a text, an id - never whose memories: the scope is fixed when the server is
-built (from the command line, the environment or, over HTTP, the caller's token), so no
-argument can reach another user, whatever a model sends.
+tools search, save, delete, erase and list that user's memories and show the user's profile
+(empty until a fact layer has distilled facts), over the memory's port
+(``longterm.ports.MemoryPort``). Their arguments are what a model chooses - a query, a text,
+an id - never whose memories: the scope is fixed when the server is built (from the command
+line, the environment or, over HTTP, the caller's token), so no argument can reach another
+user, whatever a model sends.
 
 Why every failure is a tool error: a tool call is one step of a model's turn, and the
 server outlives any one call. A ``LongTermMemoryError`` (bad input, a store that is down)
@@ -22,17 +23,20 @@ import heapq
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from ..entries import entry_text
 from ..errors import InvalidInputError, LongTermMemoryError
-from ..memory import LongTermMemory
 from ..records import MemoryRecord, check_id, record_id, repair_tree
 from ..sessions import event_ids
+
+if TYPE_CHECKING:
+    from ..ports import MemoryPort
 
 log = logging.getLogger(__name__)
 
@@ -72,10 +76,6 @@ def _as_tool_error(fn: F) -> F:
     return call  # type: ignore[return-value]
 
 
-def _text(entry: Any) -> str:
-    return " ".join(p.text for p in entry.content.parts if getattr(p, "text", None))
-
-
 def _listed(rec: MemoryRecord) -> dict[str, Any]:
     return {
         "id": rec.id,
@@ -91,8 +91,8 @@ def _listed(rec: MemoryRecord) -> dict[str, Any]:
 class MemoryTools:
     """The tools of one (app, user); each returns plain JSON-ready data."""
 
-    def __init__(self, memory: LongTermMemory, *, app_name: str, user_id: str) -> None:
-        memory._scope(app_name, user_id)  # refuse a bad scope at start, not at the first call
+    def __init__(self, memory: MemoryPort, *, app_name: str, user_id: str) -> None:
+        memory.scope(app_name, user_id)  # refuse a bad scope at start, not at the first call
         self.memory, self.app_name, self.user_id = memory, app_name, user_id
 
     @_as_tool_error
@@ -115,7 +115,7 @@ class MemoryTools:
             memories.append(
                 {
                     "id": m.id,
-                    "text": _text(m),
+                    "text": entry_text(m),
                     "author": m.author,
                     "timestamp": m.timestamp,
                     "score": meta.pop("score", None),
@@ -218,19 +218,11 @@ class MemoryTools:
 
         Read it at the start of a conversation to know the user. Empty when no facts are known yet.
         """
-        memory: Any = self.memory  # the fact layer's method: present only where has_profile() holds
-        profile = await memory.get_user_profile(app_name=self.app_name, user_id=self.user_id)
-        if hasattr(profile, "model_dump"):
-            profile = profile.model_dump(mode="json")
+        profile = await self.memory.get_user_profile(app_name=self.app_name, user_id=self.user_id)
         return {"profile": profile}
 
 
-def has_profile() -> bool:
-    """True when the memory has a fact layer whose profile a tool can show."""
-    return hasattr(LongTermMemory, "get_user_profile")
-
-
-def build_server(memory: LongTermMemory, *, app_name: str, user_id: str) -> MCPServer:
+def build_server(memory: MemoryPort, *, app_name: str, user_id: str) -> MCPServer:
     """An MCP server whose tools act on the memories of ``user_id`` in ``app_name`` only."""
     tools = MemoryTools(memory, app_name=app_name, user_id=user_id)
     server: MCPServer = MCPServer("longterm", instructions=INSTRUCTIONS, log_level="WARNING")
@@ -241,6 +233,5 @@ def build_server(memory: LongTermMemory, *, app_name: str, user_id: str) -> MCPS
     erases = ToolAnnotations(destructive_hint=True, idempotent_hint=True, open_world_hint=False)
     server.add_tool(tools.delete_memory, annotations=erases)
     server.add_tool(tools.erase_session, annotations=erases)
-    if has_profile():
-        server.add_tool(tools.get_user_profile, annotations=reads)
+    server.add_tool(tools.get_user_profile, annotations=reads)
     return server

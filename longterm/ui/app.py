@@ -217,14 +217,14 @@ class UI:
             raise NotFound("no such page")
         return self._get(request, await found[0](), found[1], who, api)
 
-    def _get(self, request: Request, data: Any, view: Callable[..., str], who: Principal, api: bool) -> Response:
+    def _get(self, request: Request, data: object, view: Callable[..., str], who: Principal, api: bool) -> Response:
         if api:
             return JSONResponse(data)
         frame = self._frame(who)
         assert frame is not None
         return HTMLResponse(view(data, frame))
 
-    async def overview(self, who: Principal) -> Any:
+    async def overview(self, who: Principal) -> list[dict[str, Any]]:
         rows = await self.data.overview()
         return [r for r in rows if who.sees(r["user"])]
 
@@ -297,7 +297,7 @@ def ui_app(inspector: Inspector, access: Access, *, host: str = "127.0.0.1", all
     ui = UI(inspector, access, host=host, allow_erase=allow_erase)
 
     @contextlib.asynccontextmanager
-    async def lifespan(_: Any) -> AsyncIterator[None]:
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
         try:
             yield
         finally:

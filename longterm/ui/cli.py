@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .._net import bind
 from ..errors import require
+
+if TYPE_CHECKING:
+    from ..memory import LongTermMemory
 
 #: Addresses only this machine reaches.
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -33,10 +37,10 @@ def _options(ctx: click.Context) -> dict[str, Any]:
     return {"backend": obj.get("backend"), "config": dict(obj.get("config") or {}), "index": obj.get("index")}
 
 
-def _factory(opts: dict[str, Any]) -> Any:
+def _factory(opts: dict[str, Any]) -> Callable[[str], LongTermMemory]:
     """Opens a memory on a named index of the store the options name (the CLI's ``_memory``)."""
 
-    def open_(index: str) -> Any:
+    def open_(index: str) -> LongTermMemory:
         from ..memory import LongTermMemory
 
         cfg = dict(opts["config"])

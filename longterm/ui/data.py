@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import InvalidInputError
 from ..facts.model import AUTHOR, Fact, is_fact, trail
-from ..records import Memory, MemoryRecord, Scope
+from ..locate import SeveralIndices, choose
+from ..records import Hit, Memory, MemoryRecord, Scope
 
 if TYPE_CHECKING:
     from ..memory import LongTermMemory
@@ -64,7 +65,7 @@ def _read_cursor(cursor: str | None) -> Any:
         raise InvalidInputError("cursor is not a page cursor of this UI; follow the page's 'older' link.") from None
 
 
-def row(rec: MemoryRecord, hit: Any = None) -> dict[str, Any]:
+def row(rec: MemoryRecord, hit: Hit | None = None) -> dict[str, Any]:
     """One memory as the pages show it (a fact's text read from its record even when superseded)."""
     kind: Literal["evidence", "fact"] = "fact" if is_fact(rec) else "evidence"
     m = Memory.of(rec, kind=kind, hit=hit).model_dump(mode="json", exclude={"context", "metadata"})
@@ -113,19 +114,22 @@ class Inspector:
         return sorted(rows, key=lambda r: (r["app"], r["user"], r["index"]))
 
     async def where(self, app: str, user: str) -> LongTermMemory:
-        """The memory on the index holding (app, user) (``longterm.locate``'s rule, over open memories)."""
+        """The memory on the index holding (app, user): ``longterm.locate``'s rule over the open
+        memories, where no index holding the user is a page not found."""
         Scope(app_name=app, user_id=user)  # a bad id is an InvalidInputError before any store is asked
         if self.given:
             return self.memory(self.given)
         held = [i for i in await self.indices() if await self._holds(self.memory(i), app, user)]
-        if not held:
-            raise NotFound(f"no memories of user {user!r} in app {app!r} in this store")
-        if len(held) > 1:
+        try:
+            name = choose(app, user, held)
+        except SeveralIndices as exc:
             raise Ambiguous(
-                f"user {user!r} of app {app!r} has memories in {len(held)} indices "
-                f"({', '.join(map(repr, held))}); start the UI with --index naming one"
-            )
-        return self.memory(held[0])
+                f"user {user!r} of app {app!r} has memories in {len(exc.names)} indices "
+                f"({', '.join(map(repr, exc.names))}); start the UI with --index naming one"
+            ) from None
+        if name is None:
+            raise NotFound(f"no memories of user {user!r} in app {app!r} in this store")
+        return self.memory(name)
 
     @staticmethod
     async def _holds(memory: LongTermMemory, app: str, user: str) -> bool:

@@ -14,7 +14,6 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from longterm import LongTermMemory
 from longterm.cli import cli
-from longterm.mcp.tools import has_profile
 from tests.conftest import make_session
 from tests.mcp.conftest import call, local, ok, refused, server_env, stdio, texts
 
@@ -39,7 +38,7 @@ async def test_every_tool_round_trips(tmp_path: Path) -> None:
     async with stdio(tmp_path, "--app", "app", "--user", "alice", backend_args=local(store)) as client:
         listed = await client.list_tools()
         names = {t.name for t in listed.tools}
-        assert names == TOOLS | ({"get_user_profile"} if has_profile() else set())
+        assert names == TOOLS | ({"get_user_profile"} if hasattr(LongTermMemory, "get_user_profile") else set())
         for tool in listed.tools:
             assert tool.description and len(tool.description) > 40, tool.name
             assert not {"app", "app_name", "user", "user_id"} & set(tool.input_schema.get("properties", {}))
@@ -68,7 +67,7 @@ async def test_every_tool_round_trips(tmp_path: Path) -> None:
         assert (await ok(client, "delete_memory", {"memory_id": saved["id"]}))["deleted"] == 1
         assert "no memory" in await refused(client, "delete_memory", {"memory_id": saved["id"]})
         assert (await ok(client, "list_memories"))["total"] == 0
-        if has_profile():
+        if hasattr(LongTermMemory, "get_user_profile"):
             assert "profile" in await ok(client, "get_user_profile")
 
 

@@ -43,7 +43,7 @@ async def test_a_bug_of_ours_is_an_internal_error_and_the_server_goes_on(
         def broken(entry: Any) -> str:
             raise KeyError("parts")
 
-        monkeypatch.setattr(tools, "_text", broken)
+        monkeypatch.setattr(tools, "entry_text", broken)
         result = await call(client, "search_memory", {"query": "tea"})
         message = result.content[0].text
         assert result.is_error and "internal error" in message and "please report" in message

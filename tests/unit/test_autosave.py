@@ -237,7 +237,7 @@ async def test_closing_the_memory_ends_its_background_thread(tmp_path: Path):
     saver.notify(make_session("s1", app=APP, user="u0"))
     await memory.flush()
     assert await memory.count(app_name=APP, user_id="u0") == 1
-    thread = memory._background()._thread
+    thread = memory.portal._thread
     assert thread is not None and thread.is_alive()  # the saves ran there
     await memory.close()
     thread.join(5)

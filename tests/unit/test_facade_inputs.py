@@ -1,6 +1,6 @@
 """The facade's edges, on the local backend: what a search result shows as the library's own
 metadata, the errors a wrong argument gets, and a loop that stays free during big saves and
-queries. Each test fails without its fix in ``longterm/memory.py``."""
+queries. Each test fails without its fix in ``longterm/memory/``."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 import longterm.core.engine as engine_module
-import longterm.memory as memory_module
+import longterm.memory.saving as saving_module
+import longterm.memory.searching as searching_module
 from longterm import ConfigurationError, InvalidInputError, LongTermMemory
 from tests.conftest import make_session
 
@@ -275,7 +276,7 @@ async def test_a_big_save_reads_and_plans_off_the_loop_exactly_once(
     m = _memory(tmp_path)
     watch = LoopWatch()
     for name in names:
-        monkeypatch.setattr(memory_module, name, watch.wrap(name, getattr(memory_module, name)))
+        monkeypatch.setattr(saving_module, name, watch.wrap(name, getattr(saving_module, name)))
     stop = asyncio.Event()
     ticker = asyncio.create_task(watch.ticker(stop))
     result = await save(m)
@@ -320,7 +321,7 @@ async def test_a_huge_query_takes_its_terms_from_a_bounded_prefix(tmp_path: Path
     huge = _query(150_000)  # 1.8 MB, as a pasted document
     assert len(huge) > 1_500_000
     found = await _found(m, huge)
-    assert max(seen) <= memory_module.MAX_QUERY_CHARS  # not the 1.8 MB, on the loop
+    assert max(seen) <= searching_module.MAX_QUERY_CHARS  # not the 1.8 MB, on the loop
     assert len(found) == 2  # kiwi and mango; zebra is past the 256 terms either way
     await m.close()
 
@@ -333,14 +334,17 @@ async def test_cutting_a_query_changes_no_result_when_its_terms_fit(tmp_path: Pa
     for padding in (10, 5_000, 150_000):
         query = _query(padding)
         cut = await _found(m, query)
-        monkeypatch.setattr(memory_module, "MAX_QUERY_CHARS", 10**9)  # no cut: the whole query
+        monkeypatch.setattr(searching_module, "MAX_QUERY_CHARS", 10**9)  # no cut: the whole query
         whole = await _found(m, query)
         monkeypatch.undo()
         assert cut == whole and len(cut) == 10
     # the cut ends at a word: the word it went through is not looked up as a fragment
-    word = "a" * (memory_module.MAX_QUERY_CHARS - 3)
-    assert memory_module._query_prefix(f"{word} kiwifruit") == word
-    assert memory_module._query_prefix("k" * (memory_module.MAX_QUERY_CHARS + 5)) == "k" * memory_module.MAX_QUERY_CHARS
+    word = "a" * (searching_module.MAX_QUERY_CHARS - 3)
+    assert searching_module.query_prefix(f"{word} kiwifruit") == word
+    assert (
+        searching_module.query_prefix("k" * (searching_module.MAX_QUERY_CHARS + 5))
+        == "k" * searching_module.MAX_QUERY_CHARS
+    )
     await m.close()
 
 

@@ -1,4 +1,4 @@
-"""The input gate (longterm/sessions.py): ids checked, text repaired, times read the same on every Python."""
+"""The input gate (longterm/sessions): ids checked, text repaired, times read the same on every Python."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 
 from longterm import LongTermMemory, sessions
 from longterm.errors import InvalidInputError
+from longterm.sessions import timestamps
 from tests.conftest import make_session
 
 MAY_1_10H = 1714557600.0  # 2024-05-01T10:00:00Z
@@ -114,7 +115,7 @@ class _Py310Datetime(datetime):
 
 @pytest.mark.parametrize("text, seconds", FORMS_310_REFUSES)
 def test_timestamps_python_3_10_cannot_read_are_read_the_same_as_on_3_11(monkeypatch, text: str, seconds: float):
-    monkeypatch.setattr(sessions, "datetime", _Py310Datetime)  # what the gate sees on Python 3.10
+    monkeypatch.setattr(timestamps, "datetime", _Py310Datetime)  # what the gate sees on Python 3.10
     event = sessions.to_event({"id": "e1", "timestamp": text, **_event("hello")})
     assert event.timestamp == pytest.approx(seconds, abs=1e-6)
 

@@ -59,7 +59,7 @@ async def test_failed_save_raises_keeps_ledger_and_retries_exactly_once(tmp_path
         match="cannot reach local at .* while saving memories: ConnectionError: engine unreachable",
     ):
         await memory.add_session_to_memory(s)
-    assert await memory._ledger.saved(Scope(app_name="app", user_id="u1"), "s1") == set()
+    assert await memory.event_ledger.saved(Scope(app_name="app", user_id="u1"), "s1") == set()
     s["events"].append({"id": "late", "author": "user", "content": {"role": "user", "parts": [{"text": "fact late"}]}})
     backend.down = False
     result = await memory.add_session_to_memory(s)

@@ -1,9 +1,10 @@
 """Automatic saving around agent turns: thresholds, an idle timer, save before recall, flush.
 
-The seam: ``AutoSaver(memory, min_messages=, min_seconds=, policy=, reconsider=)``. A
-framework calls ``await before_turn(session, timeout=)`` when a turn starts, ``notify(session)``
-after it (cheap, never blocks, never raises, from any thread, with or without a running loop)
-and ``await flush()`` (or ``memory.flush_sync()``) before it stops. Saves go through
+The seam: ``AutoSaver(memory, min_messages=, min_seconds=, policy=, reconsider=)``, over
+the memory's port (``longterm.ports.MemoryPort``: its saves, its background loop, whether it
+is open). A framework calls ``await before_turn(session, timeout=)`` when a turn starts,
+``notify(session)`` after it (cheap, never blocks, never raises, from any thread, with or
+without a running loop) and ``await flush()`` (or ``memory.flush_sync()``) before it stops. Saves go through
 ``add_session_to_memory`` and so through the ledger: they are incremental and exactly-once
 whatever triggers them.
 
@@ -32,7 +33,9 @@ A fully saved session is forgotten after ``min_seconds`` without a turn, after `
 or at once by ``forget(...)`` (a deleted or closed session). A forgotten session that comes
 back is tracked afresh and saved at its next trigger; the ledger skips what was saved.
 ``close()`` drops everything (the memory closes its savers when it closes); the memory
-refers to its savers weakly and ``LongTermMemory.release(saver)`` lets go of one.
+refers to its savers weakly and ``LongTermMemory.release(saver)`` lets go of one. The
+bookkeeping of what is tracked is ``tracking``'s (a ``Tracker``); this module decides when
+to save.
 
 ``reconsider=True``: the first save of each session this saver tracks considers every event
 again (``add_session_to_memory(..., reconsider=True)``), so events an older policy dropped are
@@ -53,18 +56,18 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-import threading
 import time
-from collections.abc import Callable, Coroutine, Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeGuard
+from collections.abc import Callable, Coroutine, Mapping
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
-from . import telemetry
-from .config import env
-from .errors import ConfigurationError
+from .. import telemetry
+from ..config import env
+from ..errors import ConfigurationError
+from ..policies import MemoryAutoSavePolicy
+from .tracking import Key, Tracked, Tracker, event_count, session_key
 
 if TYPE_CHECKING:
-    from .memory import LongTermMemory
+    from ..ports import MemoryPort
 
 log = logging.getLogger(__name__)
 
@@ -72,13 +75,14 @@ DEFAULT_MIN_MESSAGES = 10
 DEFAULT_MIN_SECONDS = 60.0
 #: Seconds a failed save waits at least before the timer retries it (no busy loop on a dead store).
 RETRY_FLOOR = 1.0
-#: Turns an auto-save's span links to at most (the latest ones since the session's last save).
-MAX_LINKS = 32
 
-Key = tuple[str, str, str]
+N = TypeVar("N", int, float)
+T = TypeVar("T")
+#: What names a policy: a preset name, a dict of its fields, a policy, or None (the memory's own).
+PolicyLike = MemoryAutoSavePolicy | str | Mapping[str, object] | None
 
 
-def _threshold(value: Any, names: tuple[str, ...], default: float, kind: type, what: str) -> Any:
+def _threshold(value: float | str | None, names: tuple[str, ...], default: N, kind: type[N], what: str) -> N:
     source = "argument"
     if value is None:
         for name in names:
@@ -87,7 +91,7 @@ def _threshold(value: Any, names: tuple[str, ...], default: float, kind: type, w
                 value, source = raw, f"environment variable {name}"
                 break
     if value is None:
-        return kind(default)
+        return default
     try:
         parsed = kind(value)
         if isinstance(value, bool) or (kind is int and isinstance(value, float) and not value.is_integer()):
@@ -101,23 +105,7 @@ def _threshold(value: Any, names: tuple[str, ...], default: float, kind: type, w
     return parsed
 
 
-def _get(obj: Any, name: str) -> Any:
-    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
-
-
-def session_key(session: Any) -> Key:
-    """(app_name, user_id, id) of an ADK Session, a dict or a ``longterm.Session``."""
-    key = (_get(session, "app_name"), _get(session, "user_id"), _get(session, "id"))
-    if not all(isinstance(part, str) and part for part in key):
-        raise ValueError(f"a session needs a non-empty app_name, user_id and id, got {key!r}")
-    return key
-
-
-def _event_count(session: Any) -> int:
-    return len(_get(session, "events") or [])
-
-
-def _here(task: asyncio.Task | None) -> TypeGuard[asyncio.Task]:
+def _here(task: asyncio.Task[None] | None) -> TypeGuard[asyncio.Task[None]]:
     """``task`` is still running on the running loop (one on a finished loop never completes)."""
     return task is not None and not task.done() and task.get_loop() is asyncio.get_running_loop()
 
@@ -127,29 +115,14 @@ def _cancel(handles: list[asyncio.TimerHandle]) -> None:
         h.cancel()
 
 
-@dataclass(eq=False)
-class _Tracked:
-    key: Key
-    session: Any
-    reconsider: bool
-    saved_events: int = 0
-    last_save: float = field(default_factory=time.monotonic)
-    last_turn: float = field(default_factory=time.monotonic)
-    task: asyncio.Task | None = None
-    timer: asyncio.TimerHandle | None = None
-    last_error: str | None = None
-    links: list[Any] = field(default_factory=list)
-    """The spans of the turns since the last save (``telemetry.link_here``): the save links to them."""
-
-
 class AutoSaver:
     def __init__(
         self,
-        memory: LongTermMemory,
+        memory: MemoryPort,
         *,
-        min_messages: Any = None,
-        min_seconds: Any = None,
-        policy: Any = None,
+        min_messages: int | str | None = None,
+        min_seconds: float | str | None = None,
+        policy: PolicyLike = None,
         reconsider: bool = False,
     ) -> None:
         self.memory = memory
@@ -169,86 +142,51 @@ class AutoSaver:
             float,
             "MIN_TIME_THRESHOLD",
         )
-        self._users: dict[tuple[str, str], dict[str, _Tracked]] = {}
-        self._lock = threading.Lock()  # ``_users``: written by callers' threads and the background loop
-        self._closed = False
+        self._tracker = Tracker()
 
     # -- where the work runs ----------------------------------------------------------------
 
-    def _post(self, fn: Callable[..., Any], *args: Any) -> bool:
+    def _post(self, fn: Callable[..., object], *args: object) -> bool:
         """``fn(*args)`` soon on the memory's background loop; False once the memory closed."""
-        return not self.memory._closed and self.memory._background().post(fn, *args)
+        return self.memory.is_open and self.memory.portal.post(fn, *args)
 
-    async def _there(self, coro: Coroutine[Any, Any, Any]) -> Any:
+    async def _there(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await ``coro`` on the memory's background loop, where the saves and timers are."""
-        if self.memory._closed:
+        if not self.memory.is_open:
             return await coro  # nothing is tracked any more: it finds nothing to do
-        return await self.memory._background().run(coro)
+        return await self.memory.portal.run(coro)
 
     # -- what is tracked ----------------------------------------------------------------
 
-    def _all(self) -> Iterator[_Tracked]:
-        with self._lock:
-            tracked = [t for sessions in self._users.values() for t in sessions.values()]
-        return iter(tracked)
-
-    def _find(self, key: Key) -> _Tracked | None:
-        with self._lock:
-            return self._users.get(key[:2], {}).get(key[2])
-
-    def _drop(self, t: _Tracked) -> None:
-        if t.timer is not None:
-            t.timer.cancel()
-            t.timer = None
-        with self._lock:
-            sessions = self._users.get(t.key[:2])
-            if sessions is not None and sessions.get(t.key[2]) is t:
-                del sessions[t.key[2]]
-                if not sessions:
-                    del self._users[t.key[:2]]
-
-    def _unsaved(self, t: _Tracked) -> int:
-        return _event_count(t.session) - t.saved_events
-
     def tracked(self) -> int:
         """Sessions this saver holds (each with its events) until they are saved and idle."""
-        return sum(1 for _ in self._all())
+        return len(self._tracker.all())
 
     def pending(self) -> int:
         """Events seen but not yet saved, over all tracked sessions."""
-        return sum(max(0, self._unsaved(t)) for t in self._all())
+        return sum(max(0, t.unsaved()) for t in self._tracker.all())
 
     # -- triggers -----------------------------------------------------------------------
 
-    def notify(self, session: Any) -> None:
+    def notify(self, session: object) -> None:
         """A turn ended in ``session``: save in the background if a threshold is met."""
         try:
             key = session_key(session)
         except Exception as exc:  # never break the agent's reply over bookkeeping
             log.warning("auto-save skipped a session it cannot read: %s", exc)
             return
-        with self._lock:
-            if self._closed:
-                log.warning(
-                    "auto-save skipped session %s: its saver (or memory) was closed", telemetry.pseudonym(key[2])
-                )
-                return
-            sessions = self._users.setdefault(key[:2], {})
-            t = sessions.get(key[2])
-            if t is None:
-                t = sessions[key[2]] = _Tracked(key=key, session=session, reconsider=self.reconsider)
-            t.session, t.last_turn = session, time.monotonic()
-            link = telemetry.link_here()
-            if link is not None:
-                t.links = [*t.links[-(MAX_LINKS - 1) :], link]
+        t = self._tracker.track(key, session, reconsider=self.reconsider)
+        if t is None:
+            log.warning("auto-save skipped session %s: its saver (or memory) was closed", telemetry.pseudonym(key[2]))
+            return
         if not self._post(self._consider, t):
             log.warning("auto-save skipped session %s: the memory was closed", telemetry.pseudonym(key[2]))
 
-    def _consider(self, t: _Tracked) -> None:
+    def _consider(self, t: Tracked) -> None:
         """On the background loop: save ``t`` now if a threshold is met, else (re)arm its timer."""
-        if self._find(t.key) is not t:
+        if self._tracker.find(t.key) is not t:
             return  # forgotten (or closed) since the turn
-        unsaved = self._unsaved(t)
+        unsaved = t.unsaved()
         if unsaved >= self.min_messages:
             self._schedule(t, f"{unsaved} new events")
         elif unsaved > 0 and time.monotonic() - t.last_save >= self.min_seconds:
@@ -256,7 +194,7 @@ class AutoSaver:
         elif not _here(t.task):
             self._arm(t)
 
-    async def before_turn(self, session: Any, *, timeout: float) -> None:
+    async def before_turn(self, session: object, *, timeout: float) -> None:
         """A turn starts in ``session``: save the user's other sessions first, waiting ``timeout`` s at most."""
         try:
             key = session_key(session)
@@ -265,12 +203,9 @@ class AutoSaver:
         await self._there(self._before_turn(key, timeout))
 
     async def _before_turn(self, key: Key, timeout: float) -> None:
-        app, user, sid = key
-        with self._lock:
-            mine = dict(self._users.get((app, user), {}))
-        others = [t for s, t in mine.items() if s != sid]
-        tasks = [self._schedule(t, "a turn started in another session") for t in others if self._unsaved(t) > 0]
-        tasks += [t.task for t in others if self._unsaved(t) <= 0 and _here(t.task)]
+        others = self._tracker.others(key)
+        tasks = [self._schedule(t, "a turn started in another session") for t in others if t.unsaved() > 0]
+        tasks += [t.task for t in others if t.unsaved() <= 0 and _here(t.task)]
         if not tasks:
             return
         _, late = await asyncio.wait(tasks, timeout=timeout)
@@ -279,33 +214,33 @@ class AutoSaver:
                 "saving %d earlier session(s) of user %s took over %g s; this turn recalls without them "
                 "(the saves go on in the background)",
                 len(late),
-                telemetry.pseudonym(user),
+                telemetry.pseudonym(key[1]),
                 timeout,
             )
 
-    def _arm(self, t: _Tracked, delay: float | None = None) -> None:
+    def _arm(self, t: Tracked, delay: float | None = None) -> None:
         """(Re)start the idle timer: it saves an unsaved tail, or forgets a saved, idle session."""
         if t.timer is not None:
             t.timer.cancel()
         if delay is None:
-            base = t.last_save if self._unsaved(t) > 0 else t.last_turn
+            base = t.last_save if t.unsaved() > 0 else t.last_turn
             delay = base + self.min_seconds - time.monotonic()
         t.timer = asyncio.get_running_loop().call_later(
             max(0.0, delay), self._on_timer, t, context=contextvars.Context()
         )
 
-    def _on_timer(self, t: _Tracked) -> None:
+    def _on_timer(self, t: Tracked) -> None:
         t.timer = None
-        if self._find(t.key) is not t or _here(t.task):
+        if self._tracker.find(t.key) is not t or _here(t.task):
             return  # forgotten, or a running save re-arms when it ends
-        if self._unsaved(t) > 0:
+        if t.unsaved() > 0:
             self._schedule(t, f"{self.min_seconds:g} s since the last save")
         elif time.monotonic() - t.last_turn >= self.min_seconds:
-            self._drop(t)
+            self._tracker.drop(t)
         else:
             self._arm(t)
 
-    def _schedule(self, t: _Tracked, reason: str) -> asyncio.Task:
+    def _schedule(self, t: Tracked, reason: str) -> asyncio.Task[None]:
         if t.task is None or not _here(t.task):
             # In a context of its own (see SyncPortal.post); create_task(context=) is Python 3.11+.
             t.task = contextvars.Context().run(asyncio.get_running_loop().create_task, self._run(t, reason))
@@ -313,18 +248,18 @@ class AutoSaver:
 
     # -- saving -------------------------------------------------------------------------
 
-    async def _run(self, t: _Tracked, reason: str) -> None:
+    async def _run(self, t: Tracked, reason: str) -> None:
         """Save until nothing is left (events may arrive while a save runs), then re-arm the timer."""
-        while self._unsaved(t) > 0:
+        while t.unsaved() > 0:
             if not await self._save(t, reason, raise_errors=False):
-                if self._find(t.key) is t:
+                if self._tracker.find(t.key) is t:
                     self._arm(t, max(self.min_seconds, RETRY_FLOOR))
                 return
-        if self._find(t.key) is t:
+        if self._tracker.find(t.key) is t:
             self._arm(t)
 
-    async def _save(self, t: _Tracked, reason: str, *, raise_errors: bool) -> bool:
-        session, total, links = t.session, _event_count(t.session), t.links
+    async def _save(self, t: Tracked, reason: str, *, raise_errors: bool) -> bool:
+        session, total, links = t.session, event_count(t.session), t.links
         where = {"backend": self.memory.backend_name, "index": self.memory.index}
         try:
             with telemetry.span("longterm.autosave", links=links, reason=reason, **where):
@@ -361,19 +296,19 @@ class AutoSaver:
         await self._there(self._flush())
 
     async def _flush(self) -> None:
-        running = [t.task for t in self._all() if _here(t.task)]
+        running = [t.task for t in self._tracker.all() if _here(t.task)]
         if running:
             await asyncio.gather(*running, return_exceptions=True)
-        errors = []
-        for t in list(self._all()):
-            if self._unsaved(t) > 0:
+        errors: list[Exception] = []
+        for t in self._tracker.all():
+            if t.unsaved() > 0:
                 try:
                     await self._save(t, "flush", raise_errors=True)
                 except Exception as exc:  # keep flushing the others
                     errors.append(exc)
                     continue
-            if self._unsaved(t) <= 0 and not _here(t.task):
-                self._drop(t)
+            if t.unsaved() <= 0 and not _here(t.task):
+                self._tracker.drop(t)
         if errors:
             raise errors[0]
 
@@ -382,15 +317,15 @@ class AutoSaver:
         await self._there(self._forget((app_name, user_id, session_id), save))
 
     async def _forget(self, key: Key, save: bool) -> None:
-        t = self._find(key)
+        t = self._tracker.find(key)
         if t is None:
             return
         if save:
             if _here(t.task):
                 await asyncio.shield(t.task)
-            if self._unsaved(t) > 0:
+            if t.unsaved() > 0:
                 await self._save(t, "the session ended", raise_errors=True)
-        self._drop(t)
+        self._tracker.drop(t)
 
     def close(self) -> None:
         """Forget everything and stop every timer; unsaved tails are left to ``recover_sessions``, with a warning."""
@@ -402,9 +337,6 @@ class AutoSaver:
                 pending,
                 sessions,
             )
-        with self._lock:
-            self._closed = True
-            timers = [t.timer for ts in self._users.values() for t in ts.values() if t.timer is not None]
-            self._users.clear()  # a timer that still fires finds nothing to save
+        timers = self._tracker.close()
         if timers:  # cancelled on their loop (a gone loop took them with it)
             self._post(_cancel, timers)

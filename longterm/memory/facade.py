@@ -1,0 +1,201 @@
+"""``LongTermMemory``: the facade agents and scripts talk to.
+
+The seam: ``MemoryService`` (ADK's API over one store, and what satellites may use of it) plus
+the simple API (mem0's shape: ``add``, ``search``, ``get``, ``get_all``, ``delete``,
+``delete_all``; the app is this memory's), the fact layer's calls (``list_facts``,
+``fact_history``, ``consolidate_facts``, ``rebuild_facts``, ``distill_facts``, ``flush_facts``),
+store listings (``scopes``, ``indices``), ``upsert_records``, ``recover_sessions``, ``as_tool``,
+and a blocking twin of each (``*_sync``).
+
+Why only delegation here: every call checks its arguments (``inputs``) and hands the work to
+the part that does it, so a save, a search, an erase and a close each read in one module of
+one job. A memory owns connections and threads: its store settings cannot be reassigned and
+it cannot be copied (``top_k``, ``rescoring`` and the default policy can be, validated).
+
+Facts (opt-in, ``facts=`` or ``LONGTERM_FACTS_*``; ``longterm.facts``): every save queues its
+records for the fact layer, which distils them in the background; ``search_memory`` then
+puts current facts ahead of evidence, and ``get_user_profile`` lists them. Without a model
+configured none of it runs.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._sync import sync_twin
+from ..facts import SearchKind
+from ..policies import resolve_policy
+from ..records import Memory, MemoryPage, MemoryRecord, SaveResult, check_id
+from ..shapes import as_messages
+from ..tools import MemoryTool
+from . import inputs
+from .reading import as_memory
+from .service import MemoryService
+
+
+class LongTermMemory(MemoryService):
+    """Long-term memory for agents, over a backend chosen by name or given as an instance.
+
+    ``LongTermMemory()`` stores in ``./.longterm/memory.db`` (SQLite, offline).
+    ``LongTermMemory(backend="redis", backend_config={"url": ...})`` changes only where.
+    """
+
+    # -- the simple API (mem0's shape): the app is this memory's ------------------------------
+
+    @property
+    def default_app(self) -> str:
+        """The app of the simple API: ``app_name``, else ``"default_app"``."""
+        return self.app_name or "default_app"
+
+    async def add(
+        self,
+        messages: Any,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        metadata: Mapping[str, object] | None = None,
+        policy: Any = "all",
+    ) -> SaveResult:
+        """Remember ``messages``: a string, one message or a list (OpenAI, mem0, LangChain, ADK
+        shapes; see ``longterm.shapes``), for ``user_id`` in this memory's app.
+
+        Everything given is saved (policy ``all``: the caller chose what to add) unless
+        ``policy=`` says otherwise. Without ``session_id`` each call is a session of its own, so
+        the same sentence added twice is two memories; with one, calls add to that session and
+        an event saved before (same id, or same author, time and content) is not saved again.
+        """
+        scope = inputs.scope(self.default_app, user_id)
+        sid = f"add-{uuid.uuid4().hex}" if session_id is None else check_id("session_id", session_id)
+        raw = as_messages(messages)
+        return await self._saver.events(scope, sid, raw, resolve_policy(policy), inputs.metadata(metadata))
+
+    async def search(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        top_k: int | None = None,
+        min_score: float | None = None,
+        kind: SearchKind = "all",
+    ) -> list[Memory]:
+        """The user's memories best matching ``query``, best first, each a typed ``Memory``
+        whose ``score`` is in [0, 1] with one meaning on every backend."""
+        scope = inputs.scope(self.default_app, user_id)
+        return [
+            as_memory(h.record, h) for h in await self.search_hits(scope, query, top_k, kind=kind, min_score=min_score)
+        ]
+
+    async def get(self, memory_id: str, *, user_id: str) -> Memory | None:
+        """The user's memory with id ``memory_id`` (None: there is none)."""
+        scope = inputs.scope(self.default_app, user_id)
+        return await self._reader.get(scope, inputs.text_id("memory_id", memory_id))
+
+    async def get_all(
+        self, *, user_id: str, limit: int = 100, cursor: str | None = None, newest_first: bool = False
+    ) -> MemoryPage:
+        """One page of the user's memories by time, oldest first (``newest_first``: newest first);
+        pass ``page.next_cursor`` for the next. Each page is one engine call (``page_by_time``),
+        whatever the user holds."""
+        scope = inputs.scope(self.default_app, user_id)
+        return await self._reader.page(scope, inputs.bounded_int("limit", limit), cursor, bool(newest_first))
+
+    async def delete(self, memory_id: str, *, user_id: str) -> bool:
+        """Erase the user's memory ``memory_id``; True if there was one."""
+        return await self.delete_memory(app_name=self.default_app, user_id=user_id, memory_id=memory_id) > 0
+
+    async def delete_all(self, *, user_id: str) -> int:
+        """Erase every memory of the user in this memory's app; how many went."""
+        return await self.delete_memory(app_name=self.default_app, user_id=user_id)
+
+    # -- the whole store ----------------------------------------------------------------
+
+    async def scopes(self) -> list[tuple[str, str, int]]:
+        """(app, user, count) of every user with memories in this memory's index, for stats,
+        migrations and inspection (every built-in engine lists them)."""
+        return await self._reader.scopes()
+
+    async def indices(self) -> list[str]:
+        """The index names of this store (its location and prefix) that hold memories: what
+        ``LongTermMemory(index=...)`` opens. This memory's own index is listed when it has any."""
+        return await self._reader.indices()
+
+    async def upsert_records(self, records: Sequence[MemoryRecord]) -> None:
+        """Write records as they are (migration between backends, restore from export).
+
+        Each record's id must be the one its app, user, session and event derive (``record_id``;
+        records read from any store have it): an id of another user's memory is refused, never
+        written over theirs."""
+        await self._saver.records(inputs.items("records", records, "MemoryRecords"))
+
+    async def recover_sessions(
+        self, session_service: Any, *, app_name: str, user_id: str | None = None
+    ) -> list[SaveResult]:
+        """Save what the ledger has not seen from an ADK session service (after a crash).
+
+        Lists the app's sessions (one user's, or every user's where the service can list
+        them), loads each with its events and saves it; saved events are skipped.
+        """
+        listing = await session_service.list_sessions(app_name=app_name, user_id=user_id)
+        results = []
+        for s in listing.sessions:
+            full = await session_service.get_session(app_name=app_name, user_id=s.user_id, session_id=s.id)
+            if full is not None:
+                results.append(await self.add_session_to_memory(full))
+        return results
+
+    # -- facts (``longterm.facts``; all but search answer "" or nothing when facts are off) -----------
+
+    async def list_facts(
+        self, *, app_name: str, user_id: str, include_superseded: bool = False, as_of: Any = None
+    ) -> list[dict[str, Any]]:
+        """The user's facts, oldest first: current ones, all (``include_superseded``), or those
+        that were true at ``as_of`` (seconds since the epoch, a ``datetime`` or an ISO 8601
+        string, as event times are read). Empty when facts are off."""
+        scope = inputs.scope(app_name, user_id)
+        when = None if as_of is None else inputs.as_of(as_of)
+        return await self._fact_access.facts(scope, current=not include_superseded, as_of=when)
+
+    async def fact_history(self, *, app_name: str, user_id: str, fact_id: str) -> list[dict[str, Any]]:
+        """A fact's trail, oldest first: the facts it replaced, itself, what replaced it; each
+        with its validity, evidence record ids and audit history."""
+        scope = inputs.scope(app_name, user_id)
+        return await self._fact_access.history(scope, inputs.text_id("fact_id", fact_id))
+
+    async def consolidate_facts(self, *, app_name: str, user_id: str) -> dict[str, int]:
+        """Merge duplicate facts and resolve contradictions (the newer wins); nothing is destroyed."""
+        return await self._fact_access.consolidate(inputs.scope(app_name, user_id))
+
+    async def rebuild_facts(self, *, app_name: str, user_id: str, **overrides: Any) -> dict[str, int]:
+        """Distil the user's facts afresh from all their evidence; ``overrides`` are ``FactsConfig``
+        fields for this run (``model=``, ``base_url=``, ``extract_prompt=``, ...)."""
+        return await self._fact_access.rebuild(inputs.scope(app_name, user_id), overrides)
+
+    async def distill_facts(self, *, app_name: str, user_id: str) -> int:
+        """Distil the user's evidence not yet distilled (what a stopped process left: the next
+        save does it too) and wait; return how many records still wait."""
+        return await self._fact_access.distill(inputs.scope(app_name, user_id))
+
+    async def flush_facts(self) -> int:
+        """Wait until queued evidence was distilled (or failed once more); return how many
+        records still wait (0 when facts are off, or all landed)."""
+        return await self._fact_access.flush()
+
+    # -- tools ----------------------------------------------------------------------------
+
+    def as_tool(self, *, app_name: str, user_id: str | None = None, top_k: int | None = None) -> MemoryTool:
+        """A ``load_memory`` function with a JSON schema, bound to (app, user); user defaults to ``self.user_id``."""
+        return MemoryTool(self, app_name=app_name, user_id=user_id, top_k=top_k)
+
+    # -- blocking twins for scripts (``longterm._sync.sync_twin``) --------------------------------
+
+    add_sync = sync_twin(add)
+    search_sync = sync_twin(search)
+    get_sync = sync_twin(get)
+    get_all_sync = sync_twin(get_all)
+    delete_sync = sync_twin(delete)
+    delete_all_sync = sync_twin(delete_all)
+    upsert_records_sync = sync_twin(upsert_records)
+    scopes_sync = sync_twin(scopes)
+    indices_sync = sync_twin(indices)

