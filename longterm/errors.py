@@ -11,6 +11,8 @@ belong in the message, not in the type hierarchy.
 
 from __future__ import annotations
 
+from types import ModuleType
+
 
 class LongTermMemoryError(Exception):
     """Base class of every error longterm raises deliberately."""
@@ -44,7 +46,7 @@ class BackendError(LongTermMemoryError, RuntimeError):
     """The backend's engine answered, but the operation failed."""
 
 
-def require(module: str, *, package: str, extra: str, purpose: str):
+def require(module: str, *, package: str, extra: str, purpose: str) -> ModuleType:
     """Import an optional module or raise MissingDependencyError naming the extra."""
     import importlib
 

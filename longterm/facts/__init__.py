@@ -4,8 +4,9 @@ The seam: ``LongTermMemory(facts={"base_url": ..., "model": ...})`` (or the
 ``LONGTERM_FACTS_*`` variables) turns it on; then the memory's ``get_user_profile``,
 ``list_facts``, ``fact_history``, ``consolidate_facts``, ``rebuild_facts`` and
 ``search_memory(kind=...)`` read and keep it. ``FactLayer`` (``layer``) is the machinery,
-composing the background thread and queue (``worker``), distilling (``distill``), erasure
-marks (``erasure``), reads (``reading``) and consolidate/rebuild (``maintenance``); ``Fact``
+composing the background thread and queue (``worker``), distilling (``distill``: one model
+call a batch, whose decisions ``decide`` applies), erasure marks (``erasure``), reads
+(``reading``) and consolidate/rebuild (``maintenance``); ``Fact``
 (``model``) is a fact as a record, ``ChatModel``/``FactsConfig`` (``llm``) the model.
 Guide: ``docs/facts.md``.
 """

@@ -9,20 +9,24 @@ turns one batch into facts (a rebuild calls it with its own model and ``staged``
 ``search``, ``scan``) and the store's own ledger: no engine knows facts exist.
 
 How a batch of evidence becomes facts:
-1. **extract**: one model call reads up to ``batch_events`` events and proposes facts,
-   each naming its subject and the events it came from;
-2. **reconcile**: for each proposal the store's own search finds the user's similar current
-   facts (seen through what this batch already changed); the same text is a NOOP without
-   asking; otherwise the model decides ADD, UPDATE, DELETE or NOOP (agentmaker's
-   SmartWriter). UPDATE and DELETE supersede (``valid_until``, ``superseded_by``), never
-   destroy. Guards: a decision naming no fact we showed, or any other answer, is an ADD; a
-   fact about another subject is never superseded (similarity is not contradiction); an
-   older statement never supersedes a newer fact (an UPDATE from it goes to history);
+1. **extract and decide, in one call** (``combined``, the default): the request shows up to
+   ``batch_events`` events and the user's current facts they may touch (``Decisions.held``);
+   the model proposes facts, each naming its subject, the events it came from and what it
+   does to the held facts (ADD, UPDATE, DELETE or NOOP on a ref). The two-step form
+   (``combined=False``) asks for the facts alone, then reconciles each with its own call;
+2. **settle** each proposal (``decide``): the same text is a NOOP without asking, the model's
+   decision is applied under the guards (a fact about another subject is never superseded;
+   an older statement never supersedes a newer fact), and a proposal the answer gave no
+   decision for is reconciled the two-step way;
 3. **write, then mark**: the batch's new and changed facts are written in one upsert, they
    follow any erase that came meanwhile (``Erasures.after_write``), and only then are its
    events marked in the ledger under ``distilled_session(session_id)``. A failure before that
    leaves them unmarked and the whole batch is tried again later; fact ids are derived from
    text and first evidence, so a retry rewrites what it wrote.
+
+Why one call: a batch cost one extraction plus one reconcile call per proposed fact that
+resembled a held one, each resending a system prompt of about 210 tokens; one call that sees
+the held facts costs less than half (``bench/facts_cost.py``) for the same facts.
 
 Why retried, never skipped: a model's unusable answer is a failure like an outage; only a
 fault of ours (``POISON_STRIKES`` in a row) skips a batch. A process that stopped with work
@@ -41,18 +45,14 @@ from .. import telemetry
 from ..core.backend import Backend
 from ..core.ledger import Ledger
 from ..errors import BackendUnavailableError
-from ..records import MemoryRecord, Scope, repair_unicode
-from ..retrieval.text import query_terms
+from ..records import MemoryRecord, Scope
+from .decide import Decisions, event_lines, said_text
 from .erasure import Erasures
 from .llm import ChatModel, FactsConfig, ModelError
-from .model import Fact, distilled_session, is_fact, iso, normal, same_subject
+from .model import Fact, distilled_session, is_fact
 
 log = logging.getLogger(__name__)
 
-#: Hits a reconciliation search fetches to find the similar current facts among evidence.
-SIMILAR_FETCH = 30
-#: Longest fact or subject text kept from a model's answer.
-MAX_FACT_CHARS = 1_000
 #: A batch failing this many times in a row for a fault of ours (our code, evidence that
 #: cannot be read or written; never the model's answer, never an outage) is skipped and logged.
 POISON_STRIKES = 3
@@ -147,7 +147,7 @@ class Distiller:
         before: set[str],
         staged: dict[str, Fact] | None = None,
     ) -> None:
-        """Extract facts from ``batch`` and reconcile each; write what changed in one upsert;
+        """Extract facts from ``batch`` and settle each; write what changed in one upsert;
         make the facts agree with the evidence if an erase came since the marks ``before`` were
         read (or since they last agreed); then mark the batch distilled. With ``staged`` (a
         rebuild), the facts are kept there and nothing is written."""
@@ -164,103 +164,28 @@ class Distiller:
         staged: dict[str, Fact] | None,
     ) -> None:
         refs = {f"e{i}": r for i, r in enumerate(batch, 1)}
-        events = [{"id": k, "role": r.role, "time": r.iso_timestamp(), "text": r.text} for k, r in refs.items()]
-        answer = await model.ask(cfg.extract_prompt, {"task": "extract", "events": events})
+        # this batch's facts, new or changed: seen by its later proposals (a rebuild's: all so far)
+        decide = Decisions(self.backend, scope, model, cfg, {} if staged is None else staged, staged is None)
+        if cfg.one_call:
+            task: dict[str, Any] = {"task": "extract", "events": event_lines(refs), "facts": await decide.held(batch)}
+        else:
+            events = [{"id": k, "role": r.role, "time": r.iso_timestamp(), "text": r.text} for k, r in refs.items()]
+            task = {"task": "extract", "events": events}
+        answer = await model.ask(cfg.distil_prompt if cfg.one_call else cfg.extract_prompt, task)
         proposals = answer.get("facts")
         if not isinstance(proposals, list):
             raise ModelError(f"the fact model's extraction has no 'facts' list: {str(answer)[:200]!r}")
-        # this batch's facts, new or changed: seen by its later proposals (a rebuild's: all so far)
-        changed: dict[str, Fact] = {} if staged is None else staged
-        for p in proposals:
+        for i, p in enumerate(proposals, 1):
             text = said_text(p.get("text")) if isinstance(p, dict) else ""
             if not text:
                 continue  # one unusable proposal does not cost the others
             cited = p.get("evidence")
             evidence = [refs[e] for e in cited if isinstance(e, str) and e in refs] if isinstance(cited, list) else []
             subject = said_text(p.get("subject")) or "user"
-            await self._reconcile(scope, subject, text, evidence or batch, changed, model, cfg, staged is None)
+            await decide.settle(f"n{i}", subject, text, evidence or batch, p if cfg.one_call else None)
         if staged is not None:
             return
-        if changed:
-            await self.backend.upsert([f.to_record() for f in changed.values()])
+        if decide.changed:
+            await self.backend.upsert([f.to_record() for f in decide.changed.values()])
             await self.erasures.after_write(scope, before)
         await self.mark(scope, batch)  # only now: the facts landed
-
-    async def _similar(self, scope: Scope, text: str, k: int, changed: dict[str, Fact], store: bool) -> list[Fact]:
-        """The current facts most like ``text``: the store's search, seen through this batch's
-        changes (``store`` False, a rebuild: only the facts it made, ranked by shared words)."""
-        found: dict[str, Fact] = {}
-        if store:
-            for hit in await self.backend.search(scope, text, SIMILAR_FETCH):
-                fact = Fact.of(hit.record)
-                if fact is not None:
-                    found[fact.id] = changed.get(fact.id, fact)
-        words = set(query_terms(text))
-        fresh = [f for f in changed.values() if f.id not in found and f.current]  # too new for the store's search
-        fresh.sort(key=lambda f: -len(words & set(query_terms(f.text))))  # stable: oldest first among equals
-        return [f for f in (*fresh, *found.values()) if f.current][:k]
-
-    async def _reconcile(
-        self,
-        scope: Scope,
-        subject: str,
-        text: str,
-        evidence: list[MemoryRecord],
-        changed: dict[str, Fact],
-        model: ChatModel,
-        cfg: FactsConfig,
-        store: bool = True,
-    ) -> None:
-        """Decide what ``text`` does to the user's facts; record every fact it changes in ``changed``."""
-        at = max(r.timestamp for r in evidence)
-        similar = await self._similar(scope, text, cfg.similar, changed, store)
-        same = next((f for f in similar if normal(f.text) == normal(text) and same_subject(f.subject, subject)), None)
-        if same is not None:  # said again: link the evidence, ask nobody
-            if same.link(evidence, "confirmed", at):
-                changed[same.id] = same
-            return
-        if not similar:
-            new = Fact.new(scope, subject, text, evidence)
-            changed[new.id] = new
-            return
-        refs = {f"f{i}": f for i, f in enumerate(similar, 1)}
-        task = {"task": "reconcile", "new": {"subject": subject, "text": text}, "existing": listing(refs)}
-        answer = await model.ask(cfg.reconcile_prompt, task)
-        decision = str(answer.get("decision") or "").upper()
-        target = refs.get(str(answer.get("target")))
-        if decision in ("UPDATE", "DELETE", "NOOP") and (target is None or not same_subject(target.subject, subject)):
-            log.info("fact model chose %s on %s for a fact about %r: kept both (ADD)", decision, target, subject)
-            decision = "ADD"
-        if decision == "NOOP" and target is not None:
-            if target.link(evidence, "confirmed", at):
-                changed[target.id] = target
-            return
-        if decision == "DELETE" and target is not None:
-            if at >= target.valid_from:  # an older statement never retracts a newer fact
-                target.supersede(at, None, evidence, "retracted")
-                changed[target.id] = target
-            return
-        said = said_text(answer.get("text")) if decision == "UPDATE" else ""
-        new = Fact.new(scope, subject, said or text, evidence)
-        if said and target is not None and normal(said) != normal(text):  # worded from the old fact too
-            new.own_text, new.reworded_from = text, target.id
-        if decision == "UPDATE" and target is not None and at >= target.valid_from:
-            new.history[-1].update(op="updated", replaces=target.id)
-            target.supersede(at, new.id, evidence, "superseded")
-            changed[target.id] = target
-        elif decision == "UPDATE" and target is not None:  # older than what it would replace: history only
-            new.supersede(target.valid_from, target.id, [], "superseded")
-        changed[new.id] = new  # ADD, or anything the model should not have said: keep the fact (fail safe)
-
-
-def listing(refs: dict[str, Fact]) -> list[dict[str, Any]]:
-    """Facts as the model sees them: a short ref (never our ids), subject, text, since when."""
-    return [{"ref": k, "subject": f.subject, "text": f.text, "since": iso(f.valid_from)} for k, f in refs.items()]
-
-
-def said_text(value: object) -> str:
-    """A string from a model's answer as we keep it: repaired Unicode (a model cuts emoji in
-    half too), trimmed, at most ``MAX_FACT_CHARS``; "" for anything that is no text."""
-    if not isinstance(value, str):
-        return ""
-    return repair_unicode(value).replace("\x00", "").strip()[:MAX_FACT_CHARS].strip()

@@ -4,6 +4,13 @@ The seam: ``FactsConfig`` (base URL, key, model, deadline, batch size, prompts; 
 arguments or ``LONGTERM_FACTS_*``) and ``await ChatModel(config).ask(system, task) -> dict``,
 which returns the JSON object the model answered or raises ``ModelError``.
 
+The prompts: ``DISTIL_PROMPT`` is the one call a batch costs (``combined``, the default): the
+model reads the events and the held facts they may touch, and proposes facts each with its
+decision. ``EXTRACT_PROMPT`` and ``RECONCILE_PROMPT`` are the two-step form (``combined=False``,
+for a model that answers the combined form badly): facts first, then one call per fact that
+resembles a held one; the combined path asks ``RECONCILE_PROMPT`` too, for a proposal its
+answer gave no decision.
+
 Why async (httpx's async client, the ``facts`` extra): the fact layer calls it on its own
 worker loop, never on a caller's, and a deadline on a coroutine bounds the whole call, from
 connecting to the answer's last byte (httpx's own timeouts bound each read: a model that
@@ -49,6 +56,21 @@ Return JSON only: {"decision": "ADD" | "UPDATE" | "DELETE" | "NOOP", "target": r
 - ADD: anything else. First compare the subjects: a fact about another person (the user's brother, a
   friend) never updates or deletes a fact about the user, however similar the words; that is an ADD."""
 
+DISTIL_PROMPT = """You distil durable facts from a conversation and keep a user's facts current.
+The user message is JSON: {"task": "extract", "events": ["<id> <role> <date>: <text>"], "facts": ["<ref> (<subject>):
+<text>"]}: new events, oldest first (a date where it changes), and facts already held that may be related.
+Return JSON only, facts in event order: {"facts": [{"subject", "text", "evidence": [event ids], "decision", "target",
+"now"}]}.
+- A fact is lasting information worth remembering across conversations: where the user lives, works, what they eat,
+  like, own, plan; one statement per fact, in the third person ("The user lives in Lisbon"). Small talk, questions and
+  passing moods are not facts. Take facts from what the user says; the assistant's turns are context only.
+- "subject": whom it is about: "user", or a short name for anyone else as the user knows them ("user's brother").
+- "evidence": the ids of the events that state it.
+- "decision" on "target" (a held fact's ref, or n1, n2...: the first, second... fact of your answer): NOOP if the
+  target says the same; UPDATE if the fact replaces it, contradicting or refining it ("now": the fact as it then
+  stands, if not "text"); DELETE if it says the target is no longer true; else ADD (no target). A fact about another
+  person never updates or deletes one about the user."""
+
 CONSOLIDATE_PROMPT = """You tidy a user's facts.
 The user message is JSON: {"task": "consolidate", "facts": [{"ref", "subject", "text", "since"}]}, oldest first.
 Return JSON only: {"merges": [{"keep": ref, "drop": ref}]}: "drop" is a duplicate of "keep", or a fact that
@@ -72,12 +94,30 @@ class FactsConfig(BaseModel):
     """Seconds a failed extraction waits before it is tried again (also at the next save, and on flush)."""
     json_mode: bool = True
     """Send ``response_format: json_object`` (turn off for endpoints that refuse it)."""
+    combined: bool = True
+    """One call a batch: the model reads the events with the held facts they may touch and
+    decides as it extracts (``distil_prompt``). False: the two-step form, extraction
+    (``extract_prompt``) then one reconcile call per fact that resembles a held one. A custom
+    ``extract_prompt`` with the default ``distil_prompt`` means the two-step form too (see
+    ``one_call``): the prompt a user wrote is the one that runs."""
     similar: int = Field(default=8, ge=1, le=50)
-    """Existing facts shown to the model when it reconciles a new one."""
+    """Existing facts shown to the model when it reconciles a new one (the two-step form, and
+    the combined form's fallback), and searched for the same text."""
+    batch_similar: int = Field(default=20, ge=1, le=200)
+    """Held facts shown with a batch's events in the combined call: those its events' words
+    find first, then the user's others."""
     profile_chars: int = Field(default=2000, ge=100)
+    distil_prompt: str = DISTIL_PROMPT
     extract_prompt: str = EXTRACT_PROMPT
     reconcile_prompt: str = RECONCILE_PROMPT
     consolidate_prompt: str = CONSOLIDATE_PROMPT
+
+    @property
+    def one_call(self) -> bool:
+        """Whether a batch costs one combined call: ``combined``, unless only the extraction
+        prompt was customised (a prompt written for the two-step form)."""
+        custom_extract_only = self.extract_prompt != EXTRACT_PROMPT and self.distil_prompt == DISTIL_PROMPT
+        return self.combined and not custom_extract_only
 
     @staticmethod
     def resolve(value: Any) -> FactsConfig | None:

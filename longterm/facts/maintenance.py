@@ -18,7 +18,8 @@ from typing import Any
 
 from ..core.backend import Backend
 from ..records import MemoryRecord, Scope
-from .distill import Distiller, listing
+from .decide import listing
+from .distill import Distiller
 from .erasure import Erasures
 from .llm import ChatModel, FactsConfig
 from .model import Fact, is_fact, iso, normal, same_subject

@@ -121,7 +121,8 @@ def _part_dict(part: Part) -> dict[str, Any]:
     try:
         # Bounded twice: the dump as sent (fields other than tool calls nest freely), and
         # what the serializer made of objects in it.
-        return repair_tree(bound_depth(to_jsonable_python(bound_depth(body), fallback=str)))
+        tree: dict[str, Any] = repair_tree(bound_depth(to_jsonable_python(bound_depth(body), fallback=str)))
+        return tree
     except (ValueError, RecursionError):  # a deep structure hidden in an object (see _json)
         return {"text": repair_unicode(tree_text(body))}
 

@@ -74,7 +74,10 @@ class ScriptedChat:
     """An OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1 that answers the fact layer's
     tasks (``longterm.facts``) from ``FactRule``s, as a careful model would: it extracts one
     fact per matching user event, answers reconcile requests with ADD, UPDATE or NOOP by
-    subject and key, and merges duplicates when asked to consolidate. ``naive=True`` models the
+    subject and key, and merges duplicates when asked to consolidate. An extraction that shows
+    held facts (the combined call) gets each fact with the decision the reconcile request
+    would have had, made against the held facts and the earlier facts of its answer as they
+    then stand. ``naive=True`` models the
     failure the fact layer guards against: similarity taken for contradiction (UPDATE or merge
     on the same key whatever the subject); ``add_only=True`` a model that answers every
     reconcile request with ADD (mem0's ADD-only camp: the old and the new stay current).
@@ -88,12 +91,15 @@ class ScriptedChat:
     fail a later request, e.g. ``fail("ok", "429")``); ``down = True`` answers every request
     with 503 until set back. ``times`` holds when each request arrived (``time.monotonic()``),
     failed ones included. ``requests`` lists the tasks
-    answered (``"extract"``, ``"reconcile"``, ``"consolidate"``); ``usage`` sums the
+    answered (``"extract"``, ``"reconcile"``, ``"consolidate"``; a combined call answers an
+    ``"extract"`` and a ``"reconcile"`` for each fact it decided against others, as the
+    two-step form would have asked: ``usage["calls"]`` counts calls); ``usage`` sums the
     approximate tokens (four characters a token) of what it answered. ``gate`` (an unset
     ``threading.Event``) holds every request until it is set: a test can prove that nothing
     waits for the model. ``answer(task, fn)`` queues a hand-written answer for the next request
     of that task (``fn(task) -> dict``, the JSON the model returns): a wrong, hostile or
-    contradictory model, for one call.
+    contradictory model, for one call (a ``"reconcile"`` answer is also taken by the next fact
+    a combined call decides against others).
 
     Use as a context manager; ``base_url`` is what ``LONGTERM_FACTS_BASE_URL`` takes.
     """
@@ -210,11 +216,16 @@ class ScriptedChat:
         with self._lock:
             scripted = self._answers.get(task["task"])
             by_hand = scripted.pop(0) if scripted else None
-        answers = {"extract": self._extract, "reconcile": self._reconcile, "consolidate": self._consolidate}
+        asked: list[str] = []  # the reconcile tasks a combined extraction answered too
+        answers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+            "extract": lambda t: self._extract(t, asked),
+            "reconcile": self._reconcile,
+            "consolidate": self._consolidate,
+        }
         answer = by_hand(task) if by_hand is not None else answers[task["task"]](task)
         content = _content(answer, fault)
         with self._lock:
-            self.requests.append(task["task"])
+            self.requests += [task["task"], *asked]
             tokens_in = sum(len(m["content"]) for m in request["messages"]) // 4
             self.usage["calls"] += 1
             self.usage["prompt_tokens"] += tokens_in
@@ -230,19 +241,61 @@ class ScriptedChat:
             reply["choices"][0]["message"]["content"] = 42
         return 200, {}, json.dumps(reply), fault == "dribble"
 
-    def _extract(self, task: dict[str, Any]) -> dict[str, Any]:
+    def _extract(self, task: dict[str, Any], asked: list[str]) -> dict[str, Any]:
         facts = []
-        for event in task["events"]:
-            if event.get("role") != "user":
+        for ref, role, said in _events(task["events"]):
+            if role != "user":
                 continue
             for rule in self.rules:
-                m = re.search(rule.pattern, event["text"], re.IGNORECASE)
+                m = re.search(rule.pattern, said, re.IGNORECASE)
                 if m:
                     text = rule.fact.format(*(g or "" for g in (m.group(0), *m.groups())))
                     with self._lock:
                         self._known[text] = (rule.subject, rule.key)
-                    facts.append({"subject": rule.subject, "text": text, "evidence": [event["id"]]})
-        return {"facts": facts}
+                    facts.append({"subject": rule.subject, "text": text, "evidence": [ref]})
+        if "facts" not in task:  # the two-step form: the facts alone
+            return {"facts": facts}
+        held = [m.groupdict() for m in map(_HELD.fullmatch, task["facts"]) if m]
+        return {"facts": self._decide(facts, {h["ref"]: h for h in held}, asked)}
+
+    def _decide(
+        self, facts: list[dict[str, Any]], held: dict[str, dict[str, str]], asked: list[str]
+    ) -> list[dict[str, Any]]:
+        """``facts`` each with its decision, made as the two-step form made it: against the
+        earlier facts of the answer (``n1``...), then ``held``, as they stand after the earlier
+        decisions (the layer's guards kept what another person's fact would replace)."""
+        fresh: dict[str, dict[str, str]] = {}
+        out = []
+        for i, fact in enumerate(facts, 1):
+            ref, subject, text = f"n{i}", fact["subject"], fact["text"]
+            existing = [*fresh.values(), *held.values()]
+            same = next((o for o in existing if o["text"] == text and o["subject"] == subject), None)
+            if same is not None:  # said again: the layer links it and asks nobody
+                out.append({**fact, "decision": "NOOP", "target": same["ref"]})
+                continue
+            if not existing:  # nothing like it: the layer asked nobody either
+                out.append({**fact, "decision": "ADD"})
+                fresh[ref] = {"ref": ref, "subject": subject, "text": text}
+                continue
+            asked.append("reconcile")
+            with self._lock:
+                scripted = self._answers.get("reconcile")
+                by_hand = scripted.pop(0) if scripted else None
+            task = {"task": "reconcile", "new": {"subject": subject, "text": text}, "existing": existing}
+            said = (by_hand or self._reconcile)(task)
+            decision, target, now = str(said.get("decision") or "").upper(), said.get("target"), said.get("text")
+            item = {**fact, "decision": decision, "target": target}
+            if decision == "UPDATE" and isinstance(now, str) and now != text:
+                item["now"] = now
+            out.append(item)
+            old = next((o for o in existing if o["ref"] == target), None)
+            applied = old is not None and old["subject"] == subject and decision in ("UPDATE", "DELETE", "NOOP")
+            if old is not None and applied and decision != "NOOP":
+                fresh.pop(old["ref"], None)
+                held.pop(old["ref"], None)
+            if not applied or decision == "UPDATE":  # an ADD, or what the layer's guards turn into one
+                fresh[ref] = {"ref": ref, "subject": subject, "text": item.get("now") or text}
+        return out
 
     def _about(self, text: str) -> tuple[str, str]:
         with self._lock:
@@ -273,6 +326,22 @@ class ScriptedChat:
             {"keep": latest[about(f)]["ref"], "drop": f["ref"]} for f in task["facts"] if latest[about(f)] is not f
         ]
         return {"merges": merges}
+
+
+#: An event as the combined call shows it (``"e1 user 2024-05-01: text"``), and a held fact (``"f1 (user): text"``).
+_EVENT = re.compile(r"(\S+) (\S+)(?: \d{4}-\d\d-\d\d)?: (.*)", re.DOTALL)
+_HELD = re.compile(r"(?P<ref>\S+) \((?P<subject>.*?)\): (?P<text>.*)", re.DOTALL)
+
+
+def _events(events: list[Any]) -> list[tuple[str, str, str]]:
+    """(id, role, text) of each event, in either form the fact layer sends (lines or objects)."""
+    out = []
+    for e in events:
+        if isinstance(e, dict):
+            out.append((str(e["id"]), str(e.get("role") or ""), str(e["text"])))
+        elif m := _EVENT.fullmatch(e):
+            out.append((m[1], m[2], m[3]))
+    return out
 
 
 def _content(answer: dict[str, Any], fault: str) -> str:

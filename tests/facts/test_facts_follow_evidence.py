@@ -70,7 +70,7 @@ async def test_deleting_a_fact_by_id_makes_the_fact_it_replaced_current_again(
 async def test_a_rebuild_that_fails_keeps_the_facts_and_a_later_one_works(
     open_memory: Callable[..., LongTermMemory], chat: ScriptedChat
 ):
-    m = open_memory(facts=facts_config(chat))
+    m = open_memory(facts=facts_config(chat, batch_events=1))  # one call a batch: three batches to fail halfway
     await save(m, said(1, "I live in Porto.", "I'm vegetarian."), said(2, "I moved to Lisbon."))
     before = await every(m)
     assert len(before) == 3

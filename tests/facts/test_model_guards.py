@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from longterm import InvalidInputError, LongTermMemory
-from longterm.facts.distill import MAX_FACT_CHARS, POISON_STRIKES
+from longterm.facts.decide import MAX_FACT_CHARS
+from longterm.facts.distill import POISON_STRIKES
 from longterm.testing.scripted_llm import ScriptedChat
 from tests.facts.conftest import RULES, facts_config
 from tests.facts.test_scenarios import APP, DAY, T0, USER, current, every, said, save

@@ -160,7 +160,7 @@ async def test_model_down_then_up_facts_catch_up_exactly_once_across_restarts(
 async def test_a_batch_that_fails_halfway_lands_once_as_a_whole(
     open_memory: Callable[..., LongTermMemory], chat: ScriptedChat
 ):
-    m = open_memory(facts=facts_config(chat))
+    m = open_memory(facts=facts_config(chat, combined=False))  # the two-step form: calls to fail between
     chat.fail("ok", "ok", "malformed", "malformed")  # extract, Lisbon's reconcile, then the vegan one fails
     await m.add_session_to_memory(said(1, "I live in Porto.", "I moved to Lisbon.", "I'm vegan."))
     assert await m.flush_facts() == 3 and await every(m) == []  # nothing of the batch landed
