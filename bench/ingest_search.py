@@ -124,7 +124,7 @@ def breakdown(tmp: Path, n: int) -> dict[str, float]:
     data = list(sessions(n, USERS, per_session=50))
     policy = resolve_policy(None)
     store = LocalBackend(tmp / "parts.db")
-    store._prepare()
+    store.runner.prepare()
     facade = primitives = 0.0
     for s in data:
         t = time.perf_counter()

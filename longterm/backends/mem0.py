@@ -33,14 +33,20 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, ClassVar
 
+from typing_extensions import override
+
 from .. import config as _config
-from .._sqlite import SQLITE_RULES
 from ..config import parse_backend_config, private_dir
 from ..config.backends import Mem0Config
-from ..core.engine import EMBEDDER_KEY, Engine, Query, keep
+from ..core.aliases import Records, Vectors
+from ..core.embedding import EMBEDDER_KEY
+from ..core.engine import Engine, Query
 from ..core.errors import Rule
+from ..core.fork import keep
 from ..core.ledger import SideLedger
 from ..core.scope import scope_key
+from ..core.selection import Page
+from ..core.sqlite import SQLITE_RULES
 from ..errors import BackendError, BackendUnavailableError, ConfigurationError, require
 from ..records import MemoryRecord, Scope, parse_record
 from ..retrieval.embedders import resolve_embedder
@@ -132,17 +138,18 @@ def _mine(reply: Any, scope: Scope) -> list[tuple[dict[str, Any], MemoryRecord]]
 
 
 class Mem0Backend(Engine):
-    """``Mem0Backend(home=..., **Mem0Config fields)``; ``home`` holds the platform mode's ledger
-    and is the default parent of ``path`` (default: ``LONGTERM_HOME``)."""
+    """``Mem0Backend(home=..., **Mem0Config fields)`` (or a ``Mem0Config``); ``home`` holds the platform
+    mode's ledger and is the default parent of ``path`` (default: ``LONGTERM_HOME``)."""
 
     name: ClassVar[str] = "mem0"
     text_arm: ClassVar[str] = "mem0"  # its one arm is mem0's own (vector) search
     purge_note: ClassVar[str] = "mem0 stores through its own vector store; compact that store with its own tools"
     unreachable: ClassVar[str] = "Check the platform host, or the vector store in backend_config['config']."
     rules: ClassVar[Sequence[Rule]] = RULES
+    keeps_ledger = False  # a SideLedger beside the store
 
-    def __init__(self, *, home: str | Path | None = None, **options: Any) -> None:
-        cfg = self.cfg = parse_backend_config(Mem0Config, options, self.name)
+    def __init__(self, config: Mem0Config | None = None, *, home: str | Path | None = None, **options: Any) -> None:
+        cfg = self.cfg = config or parse_backend_config(Mem0Config, options, self.name)
         home = Path(home or _config.home()).expanduser()
         self.path = (cfg.path or home / "mem0").expanduser()
         self.host = cfg.host or PLATFORM_HOST
@@ -166,13 +173,15 @@ class Mem0Backend(Engine):
 
     @classmethod
     def from_config(cls, config: dict[str, Any], *, root: Path) -> Mem0Backend:
-        return cls(home=root, **dict(parse_backend_config(Mem0Config, config, cls.name).with_env()))
+        return cls(parse_backend_config(Mem0Config, config, cls.name).with_env(), home=root)
 
+    @override
     def _record_bytes(self, r: MemoryRecord) -> int:
         return len(r.text.encode())  # one embedding per memory: the text is what the limit bounds
 
     # -- building mem0 --------------------------------------------------------------------
 
+    @override
     def _open(self) -> None:
         if self._forked:
             raise BackendError(self._forked)
@@ -229,6 +238,7 @@ class Mem0Backend(Engine):
         if self._side().meta_get(INDEX_KEY) != self.cfg.index:
             self._side().meta_set(INDEX_KEY, self.cfg.index)
 
+    @override
     def _close(self) -> None:
         if self._mem is not None and self.platform:
             self._mem.client.close()
@@ -236,6 +246,7 @@ class Mem0Backend(Engine):
             self._release()
         self._mem = self._adapter = self._shared = self._release = None
 
+    @override
     def _forget_after_fork(self) -> None:
         """The platform's client is dropped unclosed (its sockets are the parent's) and made anew; an
         embedded store the parent holds refuses from here on (``qdrant.common.FORKED``)."""
@@ -266,6 +277,7 @@ class Mem0Backend(Engine):
             )
         return client
 
+    @override
     def _scopes(self) -> list[tuple[str, str, int]]:
         """Distinct records per (app, user), read from the record each memory's metadata holds."""
         with self._serial():
@@ -278,6 +290,7 @@ class Mem0Backend(Engine):
                     ids.setdefault((r.app_name, r.user_id), set()).add(r.id)
             return [(app, user, len(found)) for (app, user), found in ids.items()]
 
+    @override
     def _indices(self) -> list[str]:
         """Collections named ``lt_<digest>`` that hold memories, by the index names the ledger's meta
         keeps; one made before that is listed by its physical name."""
@@ -297,7 +310,8 @@ class Mem0Backend(Engine):
         reply = self._mem.get_all(filters={"user_id": scope_user(scope), **filters}, top_k=MAX_PER_USER)
         return _mine(reply, scope)
 
-    def _write(self, records: Sequence[MemoryRecord], vectors: Any) -> None:
+    @override
+    def _write(self, records: Records, vectors: Vectors) -> None:
         with self._serial():
             self._write_now(records)
 
@@ -323,12 +337,14 @@ class Mem0Backend(Engine):
                 message = [{"role": "assistant" if r.role == "model" else "user", "content": r.text}]
                 self._mem.add(message, user_id=scope_user(scope), metadata=meta, infer=self.cfg.infer)
 
+    @override
     def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:
         filters = {"user_id": scope_user(scope)}
         with self._serial():
             reply = self._mem.search(query.text, top_k=k, filters=filters, threshold=self.cfg.threshold)
         return [(r, float(i.get("score") or 0.0)) for i, r in _mine(reply, scope)]
 
+    @override
     def _remove(self, scope: Scope, ids: Sequence[str] | None, session_id: str | None) -> int:
         with self._serial():
             items = self._items(scope)
@@ -340,10 +356,12 @@ class Mem0Backend(Engine):
                 self._mem.delete(item["id"])
             return len({r.id for _, r in items})
 
+    @override
     def _count(self, scope: Scope) -> int:
         with self._serial():
             return len({r.id for _, r in self._items(scope)})
 
-    def _page(self, scope: Scope, cursor: Any, size: int) -> tuple[list[MemoryRecord], Any]:
+    @override
+    def _page(self, scope: Scope, cursor: Any, size: int) -> Page:
         with self._serial():
             return [r for _, r in self._items(scope)], None  # mem0 lists a user's memories at once

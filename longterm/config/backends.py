@@ -1,7 +1,7 @@
 """Every built-in backend's ``backend_config``: its keys, defaults and environment variables.
 
 The seam: one pydantic model per engine (``LocalConfig``, ``RedisConfig``, ...), validated
-by ``config.parse_backend_config``; an engine's ``from_config`` (or constructor) reads its
+by ``config.parse_backend_config``; an engine's ``from_config`` reads its
 model and builds itself. The ``resolve_*`` functions give the environment's values where
 the config leaves them out, VeADK's ``DATABASE_*`` variables included.
 
@@ -18,8 +18,8 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..retrieval.hybrid import HybridSettings
 from . import env
+from .hybrid import HybridSettings
 
 #: Largest record the local store accepts (text plus content, UTF-8 bytes).
 LOCAL_MAX_RECORD_BYTES = 16 * 1024 * 1024
@@ -36,7 +36,7 @@ class LocalConfig(HybridSettings):
     index: str = "default_app"
     max_record_bytes: int = Field(LOCAL_MAX_RECORD_BYTES, ge=1)
     embed_later: bool = False
-    """Save text only and embed in the background (see ``core.engine``)."""
+    """Save text only and embed in the background (see ``core.embedding``)."""
     timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
     """Seconds a call may wait (for another process's write lock, say); None: reads 30 s, writes
     as long as SQLite's busy timeout (30 s)."""

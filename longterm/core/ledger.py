@@ -32,8 +32,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol, TypeVar, runtime_checkable
 
-from .._sqlite import connect, write_transaction
 from ..records import Scope
+from .fork import keep
+from .sqlite import connect, write_transaction
 
 SIDE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS side_ledger (
@@ -139,8 +140,6 @@ class SideLedger:
     def forget(self) -> None:
         """In a forked child: drop the parent's connection unclosed (SQLite forbids using one across
         a fork; closing it could touch the parent's locks), and a new lock; the next call connects anew."""
-        from .engine import keep
-
         if self._conn is not None:
             keep(self._conn)
         self._conn, self._lock = None, threading.Lock()

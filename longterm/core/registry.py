@@ -1,10 +1,11 @@
 """The backend registry: names to backend classes, so nothing branches on a name.
 
 The seam: ``register(name, cls_or_path)`` adds a backend, ``create(name, config, root)``
-builds one, ``names()`` lists them. Built-in backends are registered as import paths so
-an optional client library is imported only when its backend is chosen; third-party
-packages register through the ``longterm.backends`` entry-point group (like fsspec's
-protocol registry), with no change to longterm.
+builds one, always as ``cls.from_config(config, root=root)``, ``names()`` lists them.
+Built-in backends are registered as import paths so an optional client library is imported
+only when its backend is chosen; third-party packages register through the
+``longterm.backends`` entry-point group (like fsspec's protocol registry), with no change
+to longterm.
 """
 
 from __future__ import annotations
@@ -12,17 +13,25 @@ from __future__ import annotations
 import importlib
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import ConfigurationError
+from .backend import Backend
 
 ENTRY_POINT_GROUP = "longterm.backends"
+
+
+class Builder(Protocol):
+    """``cls.from_config``: the backend a ``backend_config`` describes."""
+
+    def __call__(self, config: dict[str, Any], *, root: Path) -> Backend: ...
+
 
 #: Backends shipped with longterm, as import paths (their client libraries load lazily).
 BUILTINS: dict[str, str] = {
     "local": "longterm.backends.local:LocalBackend",
     "redis": "longterm.backends.redis:RedisBackend",
-    "qdrant": "longterm.backends.qdrant:QdrantBackend",
+    "qdrant": "longterm.backends.qdrant:Qdrant",
     "mem0": "longterm.backends.mem0:Mem0Backend",
     "opensearch": "longterm.backends.opensearch:OpenSearchBackend",
 }
@@ -82,13 +91,16 @@ def backend_class(name: str) -> type:
     return target
 
 
-def create(name: str, config: dict[str, Any], root: Path) -> Any:
-    """Build backend ``name`` from ``backend_config``; errors name the bad key."""
+def create(name: str, config: dict[str, Any], root: Path) -> Backend:
+    """Build backend ``name`` from ``backend_config`` (``root``: ``LONGTERM_HOME``), the one way:
+    ``cls.from_config(config, root=root)``; errors name the bad key. A third party's class without
+    ``from_config`` is called with the keys (``core.backend``)."""
     cls = backend_class(name)
-    factory = getattr(cls, "from_config", None)
-    if factory is not None:
-        return factory(dict(config), root=root)
+    build: Builder | None = getattr(cls, "from_config", None)
+    if build is not None:
+        return build(dict(config), root=root)
     try:
-        return cls(**config)
+        backend: Backend = cls(**config)
     except TypeError as exc:
         raise ConfigurationError(f"invalid backend_config for {name!r}: {exc}") from exc
+    return backend

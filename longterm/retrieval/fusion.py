@@ -11,25 +11,25 @@ so hybrid backends default to convex with those weights; both stay configurable.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from typing import TypeVar
 
 #: The constant from Cormack et al. (2009); damps the head of each list.
 RRF_K = 60
 
-#: Arm weights chosen on LoCoMo dev (bench/locomo.py): full text is the stronger arm on
-#: conversational memories; the vector arm adds what words miss.
-DEFAULT_WEIGHTS = {"fulltext": 0.7, "vector": 0.3}
+#: What a fused list is keyed by: a record id, or an engine's own row id.
+K = TypeVar("K", bound=Hashable)
 
 
 def rrf(
-    rankings: Mapping[str, Sequence[str]],
+    rankings: Mapping[str, Sequence[K]],
     *,
     k: int = RRF_K,
     weights: Mapping[str, float] | None = None,
-) -> list[tuple[str, float, dict[str, int]]]:
+) -> list[tuple[K, float, dict[str, int]]]:
     """Fuse ``{arm: [id, ...]}`` into ``[(id, score, {arm: rank}), ...]`` best first."""
-    scores: dict[str, float] = {}
-    ranks: dict[str, dict[str, int]] = {}
+    scores: dict[K, float] = {}
+    ranks: dict[K, dict[str, int]] = {}
     for arm, ids in rankings.items():
         w = 1.0 if weights is None else weights.get(arm, 1.0)
         for rank, id_ in enumerate(ids, start=1):
@@ -40,10 +40,10 @@ def rrf(
 
 
 def convex(
-    arms: Mapping[str, Sequence[tuple[str, float]]],
+    arms: Mapping[str, Sequence[tuple[K, float]]],
     *,
     weights: Mapping[str, float] | None = None,
-) -> list[tuple[str, float, dict[str, float]]]:
+) -> list[tuple[K, float, dict[str, float]]]:
     """Fuse ``{arm: [(id, score), ...]}`` by a weighted sum of min-max normalised scores.
 
     Unlike RRF it keeps how far ahead an arm's best match is, which matters when one arm
@@ -51,8 +51,8 @@ def convex(
     Hybrid Retrieval", 2023). A document an arm did not return scores 0 in that arm.
     Returns ``[(id, fused, {arm: raw score}), ...]`` best first.
     """
-    fused: dict[str, float] = {}
-    raw: dict[str, dict[str, float]] = {}
+    fused: dict[K, float] = {}
+    raw: dict[K, dict[str, float]] = {}
     for arm, hits in arms.items():
         if not hits:
             continue
@@ -72,9 +72,9 @@ FUSIONS = ("convex", "rrf")
 
 def fuse(
     method: str,
-    arms: Mapping[str, Sequence[tuple[str, float]]],
+    arms: Mapping[str, Sequence[tuple[K, float]]],
     weights: Mapping[str, float] | None = None,
-) -> list[tuple[str, float, dict[str, float]]]:
+) -> list[tuple[K, float, dict[str, float]]]:
     """Fuse scored lists by ``method`` ("convex" or "rrf"); ``[(id, fused, {arm: raw})]``."""
     if method == "rrf":
         raw = {arm: dict(hits) for arm, hits in arms.items()}

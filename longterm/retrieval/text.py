@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator
 from functools import cache, lru_cache
 
 import snowballstemmer
@@ -249,18 +250,18 @@ def _normalize_word(word: str, stem: bool = True) -> str:
     if not word.isascii():
         word = "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
     if stem and len(word) > 3 and word.isalpha():
-        return _stemmer.stemWord(word)
+        return str(_stemmer.stemWord(word))
     return word
 
 
-def _runs(text: str):
+def _runs(text: str) -> Iterator[tuple[str, str]]:
     text = unicodedata.normalize("NFKC", text).casefold()
     if not text.isascii():
         # Casefolding Turkish İ leaves i + a combining dot, which no word pattern joins: "İstanbul"
         # was "i" and "stanbul", and a search for "istanbul" found nothing.
         text = canonical_dates(fold(text.replace("i\u0307", "i")))
     for m in _TOKEN.finditer(text):
-        yield ("word" if m.lastgroup == "date" else m.lastgroup), m.group()
+        yield ("word" if m.lastgroup == "date" else str(m.lastgroup)), m.group()
 
 
 def _bigrams(run: str) -> list[str]:

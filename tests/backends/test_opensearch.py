@@ -373,7 +373,7 @@ async def test_a_save_paused_across_an_erase_brings_nothing_back(
     """Worker B read the ledger (nothing saved yet) and is held there, or after its first bulk
     chunk; worker A saves the 600 events and the user erases them; then B goes on. Today's main
     wrote B's records over the erase (600, or 500, memories back)."""
-    import longterm.backends.opensearch as engine
+    import longterm.backends.opensearch.bulk as engine
 
     monkeypatch.setattr(engine, "BULK_DOCS", 100)  # six chunks of records
     a, b = (LongTermMemory(backend="opensearch", backend_config=os_cfg) for _ in range(2))
@@ -478,18 +478,18 @@ def test_after_fork_the_child_opens_its_own_client_and_the_parents_stays_good(os
         )  # fmt: skip
 
     scope = Scope(app_name="app", user_id="u1")
-    backend._call("saving", backend._write, ([rec(0)], None))
+    backend.runner.call("saving", backend._write, ([rec(0)], None))
     parent = backend.client
 
     def child() -> int:
         backend._forget_after_fork()
         assert backend.client is not parent
-        backend._call("saving", backend._write, ([rec(1)], None))
-        return 0 if backend._call("counting", backend._count, (scope,)) == 2 else 1
+        backend.runner.call("saving", backend._write, ([rec(1)], None))
+        return 0 if backend.runner.call("counting", backend._count, (scope,)) == 2 else 1
 
     assert in_a_forked_child(child) == 0
     assert backend.client is parent and parent.ping()
-    assert backend._call("counting", backend._count, (scope,)) == 2
+    assert backend.runner.call("counting", backend._count, (scope,)) == 2
     asyncio.run(backend.close())
 
 
@@ -504,7 +504,7 @@ async def test_purge_merges_the_erased_documents_away(os_cfg: dict):
     backend = memory.backend_instance
     stats = lambda: backend.client.indices.stats(index=backend.index)["indices"][backend.index]["total"]  # noqa: E731
     assert stats()["docs"]["deleted"] >= 1  # the erased record's old version, text and all, in a segment
-    await asyncio.get_running_loop().run_in_executor(None, backend._call, "purging", backend._purge, ())
+    await asyncio.get_running_loop().run_in_executor(None, backend.runner.call, "purging", backend._purge, ())
     assert stats()["docs"]["deleted"] == 0
     segments = backend.client.indices.segments(index=backend.index)["indices"][backend.index]["shards"]
     assert [len(copy["segments"]) for shard in segments.values() for copy in shard] == [1]

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from longterm import BackendUnavailableError, ConfigurationError, LongTermMemory
-from longterm.backends.qdrant import QdrantBackend, QdrantEdgeBackend, collection_name
+from longterm.backends.qdrant import Qdrant, QdrantBackend, QdrantEdgeBackend, collection_name
 from longterm.retrieval.embedders import HashingEmbedder
 from tests.conftest import make_session
 from tests.services.redis_server import free_port
@@ -207,15 +207,15 @@ async def test_erasing_one_session(tmp_path: Path, engine: str):
 
 def test_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("LONGTERM_QDRANT_URL", raising=False)
-    b = QdrantBackend.from_config({"index": "x"}, root=tmp_path)
+    b = Qdrant.from_config({"index": "x"}, root=tmp_path)
     assert isinstance(b, QdrantEdgeBackend) and b.path == tmp_path / "qdrant"
-    b = QdrantBackend.from_config({"index": "x", "engine": "local"}, root=tmp_path)
+    b = Qdrant.from_config({"index": "x", "engine": "local"}, root=tmp_path)
     assert isinstance(b, QdrantBackend) and b.url is None and b.path == str(tmp_path / "qdrant")
     monkeypatch.setenv("LONGTERM_QDRANT_URL", "http://qdrant:6333")
     monkeypatch.setenv("LONGTERM_QDRANT_API_KEY", "k")
-    b = QdrantBackend.from_config({"index": "x"}, root=tmp_path)
+    b = Qdrant.from_config({"index": "x"}, root=tmp_path)
     assert isinstance(b, QdrantBackend) and (b.url, b.api_key, b.path) == ("http://qdrant:6333", "k", None)
-    assert QdrantBackend.from_config({"host": "h", "port": 1}, root=tmp_path).url == "http://h:1"
+    assert Qdrant.from_config({"host": "h", "port": 1}, root=tmp_path).url == "http://h:1"
     assert collection_name("longterm_", "shop") == "longterm_shop"
     assert collection_name("longterm_", "a/b") != collection_name("longterm_", "a_b")
     with pytest.raises(ConfigurationError, match="'pth'"):

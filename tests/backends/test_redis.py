@@ -116,7 +116,7 @@ async def test_hybrid_search_fuses_both_arms_and_degrades_visibly(redis_cfg: dic
                 raise TimeoutError("embedding service timed out")
             return super().embed(texts, kind=kind)
 
-    memory.backend_instance.embedder = BrokenQueries(256)
+    memory.backend_instance.embedding.embedder = BrokenQueries(256)
     res = await memory.search_memory(app_name="app", user_id="u1", query="bees honey")
     assert res.memories[0].content.parts[0].text.startswith("I keep bees")
     assert "query embedding failed" in res.memories[0].custom_metadata["degraded"]
@@ -418,19 +418,19 @@ def test_after_fork_the_child_opens_its_own_connections_and_the_parents_stay_goo
         )  # fmt: skip
 
     scope = Scope(app_name="app", user_id="u1")
-    backend._call("saving", backend._write, ([rec(0)], None))
+    backend.runner.call("saving", backend._write, ([rec(0)], None))
     parent_pool = backend._r.connection_pool
     before = set(map(id, parent_pool._connections))
 
     def child() -> int:
         backend._forget_after_fork()
         assert backend._r.connection_pool is not parent_pool
-        backend._call("saving", backend._write, ([rec(1)], None))
-        return 0 if backend._call("counting", backend._count, (scope,)) == 2 else 1
+        backend.runner.call("saving", backend._write, ([rec(1)], None))
+        return 0 if backend.runner.call("counting", backend._count, (scope,)) == 2 else 1
 
     assert in_a_forked_child(child) == 0
     assert set(map(id, parent_pool._connections)) == before  # nothing of the parent's was touched
-    assert backend._call("counting", backend._count, (scope,)) == 2
+    assert backend.runner.call("counting", backend._count, (scope,)) == 2
     assert backend._r.ping()
     aio.run(backend.close())
 

@@ -31,8 +31,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "longterm"
 LAYERS: list[set[str]] = [
     {"errors", "records", "telemetry", "_net", "config", "_sync"},  # the vocabulary
     {"retrieval", "shapes", "sessions", "policies", "saves", "transcripts", "entries", "compat"},  # pure logic
-    {"core", "_sqlite"},  # what every engine shares
-    {"backends", "upgrades"},  # the engines' primitives
+    {"core"},  # what every engine shares
+    {"backends"},  # the engines' primitives
     {"facts"},  # the fact layer over an engine
     {"ports", "autosave", "tools"},  # what satellites may use of a memory, and the satellites a memory makes
     {"memory"},  # the facade

@@ -49,9 +49,9 @@ async def test_the_local_limit_counts_content_as_stored_compact_utf8(tmp_path: P
 
 def test_the_mem0_limit_counts_the_text_its_embedding_represents(tmp_path: Path) -> None:
     store = Mem0Backend(path=tmp_path / "m", embedder=HashingEmbedder(dim=8), max_record_bytes=65_536)
-    store._check_sizes([with_tool_call("x" * 40_000, role="model")])  # the call beside the text does not count
+    store.saving.check_sizes([with_tool_call("x" * 40_000, role="model")])  # the call beside the text does not count
     with pytest.raises(InvalidInputError, match="over the mem0 backend's limit"):
-        store._check_sizes([with_tool_call("x" * 70_000)])
+        store.saving.check_sizes([with_tool_call("x" * 70_000)])
 
 
 class NoLedger(dict_backend.DictBackend):

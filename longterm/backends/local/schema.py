@@ -146,3 +146,43 @@ UNION ALL SELECT event_id FROM records WHERE scope = ?1 AND session_id = ?2
 INSERT_SAVED = "INSERT OR IGNORE INTO ledger VALUES (?, ?, ?)"
 GET_META = "SELECT value FROM store_meta WHERE key = ?"
 SET_META = "INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+
+# -- vectors (``vectors.py``) -----------------------------------------------------------------
+
+VECTOR_SCHEMA = """
+CREATE TABLE IF NOT EXISTS embeddings (
+    rowid     INTEGER PRIMARY KEY REFERENCES records (rowid) ON DELETE CASCADE,
+    embedding BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS unembedded (
+    rowid INTEGER PRIMARY KEY REFERENCES records (rowid) ON DELETE CASCADE
+);
+"""
+#: Embedding later (``embed_later``): this connection queues what it writes for the background.
+EMBED_LATER = """
+CREATE TEMP TRIGGER IF NOT EXISTS embed_later_ai AFTER INSERT ON records BEGIN
+    INSERT OR IGNORE INTO unembedded VALUES (new.rowid);
+END;
+CREATE TEMP TRIGGER IF NOT EXISTS embed_later_au AFTER UPDATE ON records BEGIN
+    DELETE FROM embeddings WHERE rowid = old.rowid;
+    INSERT OR IGNORE INTO unembedded VALUES (new.rowid);
+END;
+"""
+PUT_VECTOR = """
+INSERT OR REPLACE INTO embeddings (rowid, embedding)
+SELECT rowid, ? FROM records WHERE scope = ? AND session_id = ? AND event_id = ?
+"""
+UNEMBEDDED = """
+SELECT r.rowid, r.text FROM unembedded AS u JOIN records AS r ON r.rowid = u.rowid
+WHERE r.scope IN (SELECT scope FROM scopes WHERE index_name = ?) ORDER BY u.rowid LIMIT ?
+"""
+#: A vector lands only if its record still holds the text it was made from.
+PUT_LATE_VECTOR = """
+INSERT OR REPLACE INTO embeddings (rowid, embedding)
+SELECT rowid, ? FROM records WHERE rowid = ? AND text = ?
+"""
+DONE = "DELETE FROM unembedded WHERE rowid = ? AND EXISTS (SELECT 1 FROM records WHERE rowid = ? AND text = ?)"
+BUMP_ROWS = "UPDATE scopes SET version = version + 1 WHERE scope IN (SELECT scope FROM records WHERE rowid IN ({}))"
+LOAD_SCOPE = """
+SELECT e.rowid, e.embedding FROM records AS r JOIN embeddings AS e ON e.rowid = r.rowid WHERE r.scope = ?
+"""

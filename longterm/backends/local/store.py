@@ -25,84 +25,61 @@ and the WAL keeps old pages until it is reset. An erase therefore merges the ind
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import json
 import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
-import numpy as np
+from typing_extensions import Unpack, override
 
-from ... import upgrades
-from ..._sqlite import BUSY_TIMEOUT_MS, SQLITE_RULES, connect, hold_locks_after_fork, reader, write_transaction
 from ...config import env, parse_backend_config
 from ...config.backends import LOCAL_MAX_RECORD_BYTES, LocalConfig
-from ...core.engine import Engine, Query, unsaved
+from ...config.hybrid import HybridOptions
+from ...core.aliases import Ids, Records, Vectors
+from ...core.engine import Engine, Query
 from ...core.errors import Rule
-from ...errors import BackendUnavailableError
+from ...core.selection import Page, unsaved
+from ...core.sqlite import BUSY_TIMEOUT_MS, SQLITE_RULES, connect, hold_locks_after_fork, reader, write_transaction
 from ...records import Hit, MemoryRecord, Scope
-from ...retrieval.text import segment
 from . import schema as sql
-from .vectors import EMBED_LATER, UNEMBEDDED, VECTOR_SCHEMA, VectorStore
+from .rows import match, survivors, to_record, to_row
+from .upgrade import local_v1
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .vectors import VectorStore
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-#: Primitives that only read: they run on the reader threads (``LocalBackend._run``).
-READS = frozenset({"_fulltext", "_search", "_count", "_page", "_page_by_time", "_scopes", "_indices"})
-#: Reader threads (and connections) per store: searches run side by side, and beside a write.
+#: Reader threads (and connections) per store: searches, counts, scans and listings
+#: (``_read``) run side by side, and beside a write.
 READERS = 2
 #: Seconds a read may take when the engine has no ``timeout`` (a WAL reader waits for no
 #: one; only opening a store whose schema must be written can wait for the lock).
 READ_TIMEOUT = BUSY_TIMEOUT_MS / 1000
+#: What a read past its deadline says.
+SLOW_READ = "Another process may hold the file locked while its schema is made; retry, or look for a stuck process."
 #: Connections inherited by a forked child: referenced for the process's life, so never
 #: closed there (closing would run SQLite's close path on files the parent still uses).
 _INHERITED: list[sqlite3.Connection] = []
-
-#: Distinct query terms searched at most: each costs a walk of its posting list, so a pasted
-#: page (up to 256 terms) would cost several times what a long question does.
-MAX_QUERY_TERMS = 32
-_COMPACT: dict[str, Any] = {"ensure_ascii": False, "separators": (",", ":")}
-
-
-@functools.cache
-def _types(event_types: tuple[str, ...]) -> str:
-    return json.dumps(event_types, separators=(",", ":"))
-
-
-def _row_to_record(row: Sequence[Any], scope: Scope) -> MemoryRecord:
-    rid, role, text = row[0], row[4], row[6]
-    return MemoryRecord(
-        id=rid.hex() if isinstance(rid, bytes) else rid,
-        app_name=scope.app_name,
-        user_id=scope.user_id,
-        session_id=row[1],
-        event_id=row[2],
-        author=row[3],
-        role=role,
-        event_types=json.loads(row[5]),
-        text=text,
-        content=json.loads(row[7]) if row[7] is not None else {"role": role or "user", "parts": [{"text": text}]},
-        timestamp=row[8],
-        metadata=json.loads(row[9]),
-    )
-
-
-def fts_query(terms: Sequence[str]) -> str:
-    """An FTS5 expression matching any of the first ``MAX_QUERY_TERMS`` distinct ``terms``, each
-    quoted (never FTS5 syntax)."""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in list(dict.fromkeys(terms))[:MAX_QUERY_TERMS])
 
 
 class LocalBackend(Engine):
     name: ClassVar[str] = "local"
     unreachable: ClassVar[str] = "Check the path and its permissions."
     rules: ClassVar[Sequence[Rule]] = SQLITE_RULES
+    atomic_save = True  # records and ledger in one transaction
+    embeds_later = True
+    native_hybrid = True  # fused on row ids before a record is parsed
+    purge_note: ClassVar[str] = (
+        "nothing more to compact: every local erase purges at once (secure delete, the full-text index merged, "
+        "the WAL truncated)"
+    )
 
     def __init__(
         self,
@@ -110,13 +87,26 @@ class LocalBackend(Engine):
         *,
         index: str = "default_app",
         max_record_bytes: int = LOCAL_MAX_RECORD_BYTES,
-        **hybrid: Any,
-    ):
+        embed_later: bool = False,
+        timeout: float | None = None,
+        **hybrid: Unpack[HybridOptions],
+    ) -> None:
         self.path = Path(path).expanduser()
         self.index = index
         store_id = f"local:{self.path.resolve()}#{index}"
-        super().__init__(where=str(self.path), store_id=store_id, max_record_bytes=max_record_bytes, **hybrid)
-        self._vectors = VectorStore(self.embedder.dim) if self.embedder else None
+        super().__init__(
+            where=str(self.path),
+            store_id=store_id,
+            max_record_bytes=max_record_bytes,
+            embed_later=embed_later,
+            timeout=timeout,
+            **hybrid,
+        )
+        self._vectors: VectorStore | None = None
+        if self.embedder is not None:
+            from .vectors import VectorStore
+
+            self._vectors = VectorStore(self.embedder.dim)
         self._conn: sqlite3.Connection | None = None
         self._scope_cache: dict[tuple[str, str], int] = {}
         self._fresh_readers()
@@ -132,21 +122,22 @@ class LocalBackend(Engine):
     def from_config(cls, config: dict[str, Any], *, root: Path) -> LocalBackend:
         cfg = parse_backend_config(LocalConfig, config, cls.name)
         path = cfg.path or env("LONGTERM_LOCAL_PATH") or str(root / "memory.db")
-        kwargs: dict[str, Any] = {"embed_later": cfg.embed_later, "timeout": cfg.timeout}
-        return cls(path, index=cfg.index, max_record_bytes=cfg.max_record_bytes, **kwargs, **cfg.hybrid_kwargs())
+        limit, later, hybrid = cfg.max_record_bytes, cfg.embed_later, cfg.hybrid_kwargs()
+        return cls(path, index=cfg.index, max_record_bytes=limit, embed_later=later, timeout=cfg.timeout, **hybrid)
 
     @property
     def conn(self) -> sqlite3.Connection:
         assert self._conn is not None, "used before _open"
         return self._conn
 
+    @override
     def _open(self) -> None:
         if self._conn is None:
-            conn = connect(self.path, sql.SCHEMA + VECTOR_SCHEMA)
+            conn = connect(self.path, sql.SCHEMA + sql.VECTOR_SCHEMA)
             try:
-                upgrades.local_v1(conn, self.path)
-                if self.embed_later:
-                    conn.executescript(EMBED_LATER)
+                local_v1(conn, self.path)
+                if self.embedding.later:
+                    conn.executescript(sql.EMBED_LATER)
             except BaseException:
                 conn.close()
                 raise
@@ -168,26 +159,14 @@ class LocalBackend(Engine):
                 self._reader_pool = ThreadPoolExecutor(READERS, thread_name_prefix="longterm-local-read")
             return self._reader_pool
 
-    async def _run(self, what: str, fn: Callable[..., T], *args: Any) -> T:
-        """Writes as the core runs them (one worker); ``READS`` on the reader threads, within
-        ``timeout`` (else ``READ_TIMEOUT``), so no search waits for a save waiting for the lock."""
-        if getattr(fn, "__name__", "") not in READS:
-            return await super()._run(what, fn, *args)
-        if self._closed:
-            raise self._closed_error()
-        try:
-            submitted = self._reading_pool().submit(self._call, what, fn, args)
-        except RuntimeError:  # the pool shut down between the check and the submit
-            raise self._closed_error() from None
+    @override
+    async def _read(self, what: str, fn: Callable[..., T], *args: object) -> T:
+        """On the reader threads, within ``timeout`` (else ``READ_TIMEOUT``), so no search waits
+        for a save waiting for the lock (writes stay on the one worker)."""
         limit = READ_TIMEOUT if self.timeout is None else self.timeout
-        try:
-            return await asyncio.wait_for(asyncio.wrap_future(submitted), limit)
-        except (asyncio.TimeoutError, TimeoutError):
-            raise BackendUnavailableError(
-                f"local at {self.where} did not answer within {limit:g} s while {what}. Another process may hold "
-                "the file locked while its schema is made; retry, or look for a stuck process."
-            ) from None
+        return await self.runner.run_on(self._reading_pool, what, fn, *args, limit=limit, hint=SLOW_READ)
 
+    @override
     def _close(self) -> None:
         if self._conn is not None:
             self._conn.close()
@@ -202,12 +181,7 @@ class LocalBackend(Engine):
         if self._vectors is not None:
             self._vectors.close()
 
-    atomic_save = True  # records and ledger in one transaction / one script
-    purge_note: ClassVar[str] = (
-        "nothing more to compact: every local erase purges at once (secure delete, the full-text index merged, "
-        "the WAL truncated)"
-    )
-
+    @override
     def _forget_after_fork(self) -> None:
         """In a forked child: drop the parent's connections unclosed (kept in ``_INHERITED``, so
         no collection closes them either), its reader threads, caches and locks; the next call
@@ -222,10 +196,12 @@ class LocalBackend(Engine):
         if self._vectors is not None:
             self._vectors.forget_after_fork()
 
+    @override
     def _meta_get(self, key: str) -> str | None:
         row = self.conn.execute(sql.GET_META, (f"{key}:{self.index}",)).fetchone()
         return None if row is None else str(row[0])
 
+    @override
     def _meta_set(self, key: str, value: str) -> None:
         self.conn.execute(sql.SET_META, (f"{key}:{self.index}", value))
 
@@ -247,39 +223,29 @@ class LocalBackend(Engine):
             self._scope_cache[(app, user)] = row[0]
         return None if row is None else int(row[0])
 
-    def _row(self, scope: int, r: MemoryRecord) -> tuple[Any, ...]:
-        content = None if r.text_only_content() else json.dumps(r.content, **_COMPACT)
-        metadata, terms = json.dumps(r.metadata, **_COMPACT) if r.metadata else "{}", segment(r.text)
-        row = (scope, sql.stored_id(r.id), r.session_id, r.event_id, r.author, r.role, _types(tuple(r.event_types)))
-        return (*row, r.text, content, r.timestamp, metadata, None if terms == r.text else terms)
-
     def _scope_ids(self, records: Sequence[MemoryRecord]) -> dict[tuple[str, str], int]:
         """Outside the write transaction: a scope made there would vanish with a rollback."""
         return {pair: self._scope(*pair, create=True) for pair in {(r.app_name, r.user_id) for r in records}}  # type: ignore[misc]
 
-    def _put(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None, ids: dict[Any, int]) -> None:
+    def _put(self, records: Records, vectors: Vectors, ids: dict[tuple[str, str], int]) -> None:
         """The records (and vectors) inside the caller's transaction."""
-        rows = [self._row(ids[r.app_name, r.user_id], r) for r in records]
+        rows = [to_row(ids[r.app_name, r.user_id], r) for r in records]
         self.conn.executemany(sql.UPSERT, rows)
         if self._vectors is not None and vectors is not None:
             self._vectors.write(self.conn, [row[0:1] + row[2:4] for row in rows], vectors)
             self.conn.executemany(sql.BUMP_VERSION, [(i,) for i in set(ids.values())])
 
-    def _write(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None) -> None:
+    @override
+    def _write(self, records: Records, vectors: Vectors) -> None:
         ids = self._scope_ids(records)
         with write_transaction(self.conn):
             self._put(records, vectors, ids)
 
+    @override
     def _commit(
-        self,
-        records: Sequence[MemoryRecord],
-        vectors: np.ndarray | None,
-        scope: Scope,
-        session_id: str,
-        event_ids: Sequence[str],
-        new_only: bool = False,
+        self, records: Records, vectors: Vectors, scope: Scope, session_id: str, event_ids: Ids, new_only: bool = False
     ) -> None:
-        # Records and ledger in one transaction: a save lands whole or not at all.
+        """Records and ledger in one transaction: a save lands whole or not at all."""
         ids = self._scope_ids(records)
         scope_pair = (scope.app_name, scope.user_id)
         scope_id = self._scope(*scope_pair, create=True)
@@ -292,34 +258,36 @@ class LocalBackend(Engine):
             kept = {r.event_id for r in records if (r.app_name, r.user_id, r.session_id) == (*scope_pair, session_id)}
             conn.executemany(sql.INSERT_SAVED, [(scope_id, session_id, e) for e in event_ids if e not in kept])
 
-    def _commit_new(self, *args: Any) -> None:
-        self._commit(*args, new_only=True)  # type: ignore[misc]
+    @override
+    def _ledger_mark(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
+        self._commit((), None, scope, session_id, event_ids)
 
+    @override
     def _ledger_saved(self, scope: Scope, session_id: str) -> set[str]:
         scope_id = self._scope(scope.app_name, scope.user_id)
         rows = self.conn.execute(sql.SELECT_SAVED, (scope_id, session_id)) if scope_id is not None else ()
         return {r[0] for r in rows}
 
-    def _unembedded(self, limit: int) -> list[tuple[Any, str]]:
-        return [((rowid, text), text) for rowid, text in self.conn.execute(UNEMBEDDED, (self.index, limit))]
+    @override
+    def _unembedded(self, limit: int) -> list[tuple[object, str]]:
+        return [((rowid, text), text) for rowid, text in self.conn.execute(sql.UNEMBEDDED, (self.index, limit))]
 
-    def _write_vectors(self, keys: Sequence[Any], vectors: np.ndarray) -> None:
+    @override
+    def _write_vectors(self, keys: Sequence[object], vectors: np.ndarray) -> None:
         assert self._vectors is not None
         with write_transaction(self.conn) as conn:
-            self._vectors.write_late(conn, list(keys), vectors)
+            self._vectors.write_late(conn, cast("list[tuple[int, str]]", list(keys)), vectors)  # ``_unembedded``'s
 
-    def _match(self, scope_id: int, terms: Sequence[str], *, token: bool = True) -> str:
-        text = f"terms : ({fts_query(terms)})"
-        return f'scope : "s{scope_id}" AND {text}' if token else text
-
+    @override
     def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:
         conn = self._reader()
         scope_id = self._scope(scope.app_name, scope.user_id, conn=conn)
         if scope_id is None:
             return []
-        rows = conn.execute(sql.SEARCH, (self._match(scope_id, query.terms), scope_id, k))
-        return [(_row_to_record(row[1:-1], scope), -row[-1]) for row in rows]
+        rows = conn.execute(sql.SEARCH, (match(scope_id, query.terms), scope_id, k))
+        return [(to_record(row[1:-1], scope), -row[-1]) for row in rows]
 
+    @override
     def _search(self, scope: Scope, query: Query, vector: np.ndarray | None, k: int, degraded: str | None) -> list[Hit]:
         # Fuse on row ids and scores first; read and parse only the records that survive.
         # A large scope's int8 scan runs on another thread while SQLite does full text.
@@ -334,21 +302,13 @@ class LocalBackend(Engine):
         # A user holding much of the file: intersecting with their scope token costs more
         # than it saves; the SQL filter alone keeps the search in scope.
         token = 4 * len(scoped) <= (conn.execute(sql.MAX_ROWID).fetchone()[0] or 0)
-        match = self._match(scope_id, query.terms, token=token)
-        text_rows = [(r[0], -r[1]) for r in conn.execute(sql.SEARCH_IDS, (match, scope_id, depth))]
+        expression = match(scope_id, query.terms, token=token)
+        text_rows = [(r[0], -r[1]) for r in conn.execute(sql.SEARCH_IDS, (expression, scope_id, depth))]
         near = pending.result() if pending is not None else []
         fused = self.hybrid.fuse({"fulltext": text_rows, "vector": near})
-        extra = {"degraded": degraded} if degraded else {}
-        hits = []
-        for rowid, score, arms in fused:
-            row = conn.execute(sql.BY_ROWID, (rowid, scope_id)).fetchone()
-            if row is None:  # deleted since the matrix was cached
-                continue
-            hits.append(Hit(record=_row_to_record(row[1:], scope), score=score, arms=arms, extra=extra))
-            if len(hits) == k:
-                break
-        return hits
+        return survivors(conn, fused, scope, scope_id, k, degraded)
 
+    @override
     def _remove(self, scope: Scope, ids: Sequence[str] | None, session_id: str | None) -> int:
         """Delete, and leave none of the deleted words in the file: the full-text index merged
         in the same transaction (``PURGE``), the WAL truncated after it."""
@@ -363,43 +323,30 @@ class LocalBackend(Engine):
                 gone = int(conn.execute(sql.DELETE_SESSION, (scope_id, session_id)).rowcount)
             else:
                 gone = int(conn.execute(sql.DELETE_ALL, (scope_id,)).rowcount)
-            if gone:
-                self._merge_fulltext(conn)
+            if gone:  # the full-text index merged in the erase's transaction: the deleted rows' terms
+                conn.execute(sql.PURGE)  # go with their delete markers (``secure_delete`` zeroes the pages)
         if gone:
-            self._truncate_wal()
+            truncate_wal(self.conn, self.path)
         return gone
 
-    def _merge_fulltext(self, conn: sqlite3.Connection) -> None:
-        """The full-text index merged into one segment, in the erase's transaction: the deleted
-        rows' terms go with their delete markers (``secure_delete`` zeroes the freed pages)."""
-        conn.execute(sql.PURGE)
-
-    def _truncate_wal(self) -> None:
-        """Copy the WAL into the file and empty it: its frames hold the pages as they were."""
-        busy = self.conn.execute(sql.TRUNCATE_WAL).fetchone()[0]
-        if busy:
-            log.warning(
-                "local %s: the erase is done, but a reader kept the write-ahead log (%s-wal) from being emptied, so "
-                "it may hold the erased words until the next erase or the last connection closes",
-                self.path,
-                self.path.name,
-            )
-
+    @override
     def _count(self, scope: Scope) -> int:
         conn = self._reader()
         scope_id = self._scope(scope.app_name, scope.user_id, conn=conn)
         return 0 if scope_id is None else int(conn.execute(sql.COUNT, (scope_id,)).fetchone()[0])
 
-    def _page(self, scope: Scope, cursor: Any, size: int) -> tuple[list[MemoryRecord], Any]:
+    @override
+    def _page(self, scope: Scope, cursor: Any, size: int) -> Page:
         conn = self._reader()
         scope_id = self._scope(scope.app_name, scope.user_id, conn=conn)
         if scope_id is None:
             return [], None
         after = cursor or ("", "")
         rows = conn.execute(sql.SCAN, (scope_id, *after, size)).fetchall()
-        return [_row_to_record(r[1:], scope) for r in rows], (tuple(rows[-1][2:4]) if len(rows) == size else None)
+        return [to_record(r[1:], scope) for r in rows], (tuple(rows[-1][2:4]) if len(rows) == size else None)
 
-    def _page_by_time(self, scope: Scope, cursor: Any, size: int, newest_first: bool) -> tuple[list[MemoryRecord], Any]:
+    @override
+    def _page_by_time(self, scope: Scope, cursor: Any, size: int, newest_first: bool) -> Page:
         conn = self._reader()
         scope_id = self._scope(scope.app_name, scope.user_id, conn=conn)
         if scope_id is None:
@@ -408,10 +355,24 @@ class LocalBackend(Engine):
         at = tuple(cursor) if cursor else start
         rows = conn.execute(sql.NEWEST if newest_first else sql.OLDEST, (scope_id, *at, size)).fetchall()
         nxt = [rows[-1][9], rows[-1][0]] if len(rows) == size else None  # (timestamp, rowid) of the last
-        return [_row_to_record(r[1:], scope) for r in rows], nxt
+        return [to_record(r[1:], scope) for r in rows], nxt
 
+    @override
     def _scopes(self) -> list[tuple[str, str, int]]:
-        return [tuple(r) for r in self._reader().execute(sql.SCOPES, (self.index,)).fetchall()]
+        return [(str(a), str(u), int(n)) for a, u, n in self._reader().execute(sql.SCOPES, (self.index,))]
 
+    @override
     def _indices(self) -> list[str]:
         return [r[0] for r in self._reader().execute(sql.INDICES).fetchall()]
+
+
+def truncate_wal(conn: sqlite3.Connection, path: Path) -> None:
+    """After an erase: copy the WAL into the file and empty it (its frames hold the pages as they were)."""
+    busy = conn.execute(sql.TRUNCATE_WAL).fetchone()[0]
+    if busy:
+        log.warning(
+            "local %s: the erase is done, but a reader kept the write-ahead log (%s-wal) from being emptied, so "
+            "it may hold the erased words until the next erase or the last connection closes",
+            path,
+            path.name,
+        )

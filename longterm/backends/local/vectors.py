@@ -4,7 +4,8 @@ The seam: ``VectorStore`` writes embeddings next to their records (same transact
 the record, or later from the ``unembedded`` queue when the engine embeds in the
 background); ``matrix(conn, scope)`` gives one scope's vectors, a cached
 ``retrieval.vector_scan.ScopeVectors``, reloaded only when the scope's version (bumped in
-the writing transaction, by any process) has moved.
+the writing transaction, by any process) has moved. Its SQL is in ``schema``. The store
+imports this module only when it has an embedder: numpy loads with the first vector.
 
 Why brute force, and not an ANN graph: one user's memories rarely exceed a few hundred
 thousand; a scan needs no index to maintain, sees every write at once, is exact, and with
@@ -21,45 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 
 from ...retrieval.vector_scan import ScopeVectors
-from .schema import GET_VERSION
-
-VECTOR_SCHEMA = """
-CREATE TABLE IF NOT EXISTS embeddings (
-    rowid     INTEGER PRIMARY KEY REFERENCES records (rowid) ON DELETE CASCADE,
-    embedding BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS unembedded (
-    rowid INTEGER PRIMARY KEY REFERENCES records (rowid) ON DELETE CASCADE
-);
-"""
-#: Embedding later (``embed_later``): this connection queues what it writes for the background.
-EMBED_LATER = """
-CREATE TEMP TRIGGER IF NOT EXISTS embed_later_ai AFTER INSERT ON records BEGIN
-    INSERT OR IGNORE INTO unembedded VALUES (new.rowid);
-END;
-CREATE TEMP TRIGGER IF NOT EXISTS embed_later_au AFTER UPDATE ON records BEGIN
-    DELETE FROM embeddings WHERE rowid = old.rowid;
-    INSERT OR IGNORE INTO unembedded VALUES (new.rowid);
-END;
-"""
-PUT_VECTOR = """
-INSERT OR REPLACE INTO embeddings (rowid, embedding)
-SELECT rowid, ? FROM records WHERE scope = ? AND session_id = ? AND event_id = ?
-"""
-UNEMBEDDED = """
-SELECT r.rowid, r.text FROM unembedded AS u JOIN records AS r ON r.rowid = u.rowid
-WHERE r.scope IN (SELECT scope FROM scopes WHERE index_name = ?) ORDER BY u.rowid LIMIT ?
-"""
-#: A vector lands only if its record still holds the text it was made from.
-PUT_LATE_VECTOR = """
-INSERT OR REPLACE INTO embeddings (rowid, embedding)
-SELECT rowid, ? FROM records WHERE rowid = ? AND text = ?
-"""
-DONE = "DELETE FROM unembedded WHERE rowid = ? AND EXISTS (SELECT 1 FROM records WHERE rowid = ? AND text = ?)"
-BUMP_ROWS = "UPDATE scopes SET version = version + 1 WHERE scope IN (SELECT scope FROM records WHERE rowid IN ({}))"
-LOAD_SCOPE = """
-SELECT e.rowid, e.embedding FROM records AS r JOIN embeddings AS e ON e.rowid = r.rowid WHERE r.scope = ?
-"""
+from .schema import BUMP_ROWS, DONE, GET_VERSION, LOAD_SCOPE, PUT_LATE_VECTOR, PUT_VECTOR
 
 #: Scopes whose matrices stay in memory (least recently searched are dropped first).
 CACHED_SCOPES = 64

@@ -2,8 +2,9 @@
 
 The seam: ``QdrantBackend`` spells ``common.QdrantEngine``'s hooks with the SYNC
 ``qdrant_client.QdrantClient``, for a server (8 threads, each call within ``timeout``) or in
-local mode on ``path`` (``engine="local"``; one thread). ``from_config`` picks a server when
-one is configured, else an embedded store on ``path``: qdrant-edge (``edge.py``) or local mode.
+local mode on ``path`` (``engine="local"``; one thread). ``from_config``: a server when one
+is configured, else local mode on ``path`` (the ``qdrant`` backend name picks qdrant-edge there
+unless ``engine="local"``: ``choice.py``).
 
 Why the ledger is a collection, ``<collection>.ledger``: it lives and dies with the store, on
 a server and in local mode alike (docs/backends.md); the index's logical name is a meta point
@@ -21,13 +22,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
+from typing_extensions import Unpack, override
 
 from ...config import env, parse_backend_config, redact_url
 from ...config.backends import QdrantConfig, resolve_qdrant_url
-from ...core.engine import Engine, keep
+from ...config.hybrid import HybridOptions
+from ...core.aliases import Records, Vectors
+from ...core.fork import keep
 from ...errors import ConfigurationError, require
-from ...records import MemoryRecord, Scope
+from ...records import Scope
 from .common import (
     DENSE,
     INDEX_KEY,
@@ -59,7 +62,7 @@ class QdrantBackend(QdrantEngine):
         prefix: str = "longterm_",
         index: str = "default_app",
         timeout: float = 10.0,
-        **hybrid: Any,
+        **hybrid: Unpack[HybridOptions],
     ) -> None:
         self._qc = require("qdrant_client", package="qdrant-client", extra="qdrant", purpose="The qdrant backend")
         self._m = self._lib = self._qc.models
@@ -80,20 +83,18 @@ class QdrantBackend(QdrantEngine):
         """Closes the client (local mode: one user fewer of the path's) on close, or once dropped."""
 
     @classmethod
-    def from_config(cls, config: dict[str, Any], *, root: Path) -> Engine:
+    def from_config(cls, config: dict[str, Any], *, root: Path) -> QdrantBackend:
+        """A server (``url``, ``host``, ``$LONGTERM_QDRANT_URL``), else local mode on ``path``."""
         cfg = parse_backend_config(QdrantConfig, config, cls.name)
         url = resolve_qdrant_url(cfg)
         path = cfg.path or str(root / "qdrant")
-        if url is None and cfg.engine == "edge":
-            from .edge import QdrantEdgeBackend
-
-            return QdrantEdgeBackend(path, index=cfg.index, **cfg.hybrid_kwargs())
         key = cfg.api_key or env("LONGTERM_QDRANT_API_KEY")
-        kw = {"prefix": cfg.prefix, "index": cfg.index, "timeout": cfg.timeout, **cfg.hybrid_kwargs()}
-        return cls(url=url, api_key=key, path=path, **kw)
+        where = {"url": url, "api_key": key, "path": path}
+        return cls(**where, prefix=cfg.prefix, index=cfg.index, timeout=cfg.timeout, **cfg.hybrid_kwargs())
 
     # -- preparing --------------------------------------------------------------------------
 
+    @override
     def _open(self) -> None:
         self._refuse_in_child()
         m = self._m
@@ -128,11 +129,13 @@ class QdrantBackend(QdrantEngine):
         for field in fields if self.url else ():  # local mode has no payload indexes
             c.create_payload_index(name, field_name=field, field_schema=self._m.PayloadSchemaType.KEYWORD)
 
+    @override
     def _close(self) -> None:
         if self._release is not None:
             self._release()
         self._client = self._shared = self._release = None
 
+    @override
     def _forget_after_fork(self) -> None:
         """A server's client is dropped unclosed (its sockets are the parent's) and made anew; a
         local-mode store the parent holds refuses from here on (``common.FORKED``)."""
@@ -144,6 +147,7 @@ class QdrantBackend(QdrantEngine):
             keep(self._client)
         self._client = self._shared = self._release = None
 
+    @override
     def _indices(self) -> list[str]:
         """Every collection of this prefix holding points, by the logical name its ledger keeps
         (a collection made before it kept one: its name less the prefix)."""
@@ -166,16 +170,20 @@ class QdrantBackend(QdrantEngine):
         for start in range(0, len(points), BATCH):
             self._client.upsert(collection, points=points[start : start + BATCH], wait=True)
 
-    def _write(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None) -> None:
+    @override
+    def _write(self, records: Records, vectors: Vectors) -> None:
         self._upsert(self.collection, [self._m.PointStruct(**p) for p in self._points(records, vectors)])
 
+    @override
     def _has_id(self, point_ids: list[str]) -> Any:
         return self._m.HasIdCondition(has_id=point_ids)
 
+    @override
     def _query(self, scope: Scope, vector: Any, using: str, k: int) -> list[Any]:
         flt = self._filter(scope)
         return self._client.query_points(self.collection, vector, using=using, query_filter=flt, limit=k).points
 
+    @override
     def _rrf(self, scope: Scope, sparse: Any, dense: list[float], k: int) -> list[Any]:
         m, flt, depth = self._m, self._filter(scope), self.hybrid.depth(k)
         arms = [m.Prefetch(query=q, using=u, filter=flt, limit=depth) for q, u in ((sparse, SPARSE), (dense, DENSE))]
@@ -183,17 +191,21 @@ class QdrantBackend(QdrantEngine):
             self.collection, m.FusionQuery(fusion=m.Fusion.RRF), prefetch=arms, limit=k
         ).points
 
+    @override
     def _scroll(self, flt: Any, cursor: Any, size: int) -> tuple[list[Any], Any]:
         return self._client.scroll(self.collection, scroll_filter=flt, limit=size, offset=cursor)
 
+    @override
     def _count_where(self, flt: Any) -> int:
         return int(self._client.count(self.collection, count_filter=flt, exact=True).count)
 
+    @override
     def _delete_where(self, flt: Any) -> None:
         self._client.delete(self.collection, points_selector=self._m.FilterSelector(filter=flt), wait=True)
 
     # -- the ledger collection: handled events, and meta ------------------------------------
 
+    @override
     def _ledger_saved(self, scope: Scope, session_id: str) -> set[str]:
         flt, cursor, saved = self._filter(scope, session_id=session_id), None, set[str]()
         while True:
@@ -202,6 +214,7 @@ class QdrantBackend(QdrantEngine):
             if cursor is None:
                 return saved
 
+    @override
     def _ledger_mark(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
         key = (scope.app_name, scope.user_id, session_id)
         entry = {"app_name": scope.app_name, "user_id": scope.user_id, "session_id": session_id}
@@ -210,10 +223,12 @@ class QdrantBackend(QdrantEngine):
         ]
         self._upsert(self.ledger, points)
 
+    @override
     def _meta_get(self, key: str) -> str | None:
         got = self._client.retrieve(self.ledger, [name_id("meta", key)])
         return str(got[0].payload["value"]) if got else None
 
+    @override
     def _meta_set(self, key: str, value: str) -> None:
         point = self._m.PointStruct(id=name_id("meta", key), vector={}, payload={"meta": key, "value": value})
         self._upsert(self.ledger, [point])

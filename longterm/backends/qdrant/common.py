@@ -31,17 +31,23 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
+from typing_extensions import override
 
 from ...config import private_dir
-from ...core.engine import Engine, Query, keep
+from ...core.aliases import Records, Vectors
+from ...core.engine import Engine, Query
 from ...core.errors import Rule
+from ...core.fork import keep
 from ...core.scope import safe_name
+from ...core.selection import Page
 from ...errors import BackendError, BackendUnavailableError, ConfigurationError, require
 from ...records import Hit, MemoryRecord, Scope, parse_record
 from ...retrieval.sparse import document_vector, query_vector
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SPARSE, DENSE = "text", "dense"
 #: The payload key holding the whole record as JSON (beside the scope fields filters use).
@@ -211,6 +217,7 @@ def to_record(payload: dict[str, Any]) -> MemoryRecord:
 
 class QdrantEngine(Engine):
     name: ClassVar[str] = "qdrant"
+    native_hybrid = True  # with fusion "rrf", Qdrant's own; otherwise the core's (``_search``)
     purge_note: ClassVar[str] = (
         "Qdrant keeps an erased point in its write-ahead log until the log is flushed and in its segment until "
         "the vacuum optimizer rewrites it (when a fifth of a segment is deleted); longterm cannot force that"
@@ -269,31 +276,35 @@ class QdrantEngine(Engine):
         indices, values = query_vector(text) if query else document_vector(text)
         return self._lib.SparseVector(indices=indices, values=values)
 
-    def _points(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None) -> Iterator[dict[str, Any]]:
+    def _points(self, records: Records, vectors: Vectors) -> Iterator[dict[str, Any]]:
         """Each record as a point's fields. No dense vector when the core sent none (no embedder,
         or a store made without one: ``vectors_off``); full text still works."""
         for i, r in enumerate(records):
             vector = {SPARSE: self._sparse(r.text)}
             if vectors is not None:
-                vector[DENSE] = vectors[i].astype(np.float32).tolist()
+                vector[DENSE] = vectors[i].astype("float32").tolist()
             payload = r.model_dump(mode="json", include={*SCOPE_FIELDS, "session_id"} if self.packed_payload else None)
             if self.packed_payload:
                 payload[RECORD] = r.model_dump_json()
             yield {"id": point_id(r.id), "vector": vector, "payload": payload}
 
+    @override
     def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:
         return [(to_record(p.payload), p.score) for p in self._query(scope, self._sparse(query.text, True), SPARSE, k)]
 
+    @override
     def _nearest(self, scope: Scope, vector: np.ndarray, k: int) -> list[tuple[MemoryRecord, float]]:
-        points = self._query(scope, vector.astype(np.float32).tolist(), DENSE, k)
+        points = self._query(scope, vector.astype("float32").tolist(), DENSE, k)
         return [(to_record(p.payload), p.score) for p in points]
 
+    @override
     def _search(self, scope: Scope, query: Query, vector: np.ndarray | None, k: int, degraded: str | None) -> list[Hit]:
         if self.hybrid.fusion != "rrf" or vector is None:
-            return super()._search(scope, query, vector, k, degraded)
-        points = self._rrf(scope, self._sparse(query.text, True), vector.astype(np.float32).tolist(), k)
+            return self.searching.both_arms(scope, query, vector, k, degraded)
+        points = self._rrf(scope, self._sparse(query.text, True), vector.astype("float32").tolist(), k)
         return [Hit(record=to_record(p.payload), score=p.score, arms={"rrf": p.score}) for p in points]
 
+    @override
     def _remove(self, scope: Scope, ids: Sequence[str] | None, session_id: str | None) -> int:
         flt = self._filter(scope, ids, session_id)
         n = self._count_where(flt)
@@ -301,13 +312,16 @@ class QdrantEngine(Engine):
             self._delete_where(flt)
         return n
 
+    @override
     def _count(self, scope: Scope) -> int:
         return self._count_where(self._filter(scope))
 
-    def _page(self, scope: Scope, cursor: Any, size: int) -> tuple[list[MemoryRecord], Any]:
+    @override
+    def _page(self, scope: Scope, cursor: Any, size: int) -> Page:
         points, cursor = self._scroll(self._filter(scope), cursor, size)
         return [to_record(p.payload) for p in points], cursor
 
+    @override
     def _scopes(self) -> list[tuple[str, str, int]]:
         """One scroll of the index, counting its points by (app, user)."""
         counts: Counter[tuple[str, str]] = Counter()

@@ -22,15 +22,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
+from typing_extensions import Unpack, override
 
-from ..._sqlite import SQLITE_RULES
-from ...config import private_dir
-from ...core.engine import keep
+from ...config import parse_backend_config, private_dir
+from ...config.backends import QdrantConfig
+from ...config.hybrid import HybridOptions
+from ...core.aliases import Records, Vectors
 from ...core.errors import Rule
+from ...core.fork import keep
 from ...core.ledger import SideLedger
+from ...core.sqlite import SQLITE_RULES
 from ...errors import BackendError, require
-from ...records import MemoryRecord, Scope
+from ...records import Scope
 from ...retrieval.fusion import RRF_K
 from .common import DENSE, INDEX_KEY, RULES, SCOPE_FIELDS, SPARSE, QdrantEngine, collection_name, let_go
 
@@ -51,8 +54,9 @@ class QdrantEdgeBackend(QdrantEngine):
     unreachable: ClassVar[str] = "Check the path and its permissions."
     packed_payload: ClassVar[bool] = True  # one process per store: no older reader shares it
     rules: ClassVar[Sequence[Rule]] = (*RULES, *SQLITE_RULES, DAMAGED)  # the ledger is SQLite
+    keeps_ledger = False  # a SideLedger file in the store's directory
 
-    def __init__(self, path: str | Path, *, index: str = "default_app", **hybrid: Any) -> None:
+    def __init__(self, path: str | Path, *, index: str = "default_app", **hybrid: Unpack[HybridOptions]) -> None:
         self._e = self._lib = require(
             "qdrant_edge", package="qdrant-edge-py", extra="qdrant", purpose="Embedded Qdrant"
         )
@@ -67,6 +71,13 @@ class QdrantEdgeBackend(QdrantEngine):
         self._release: weakref.finalize[Any, Any] | None = None
         """``_release(shard, fd, ledger)`` on close, or once the engine is dropped unclosed."""
 
+    @classmethod
+    def from_config(cls, config: dict[str, Any], *, root: Path) -> QdrantEdgeBackend:
+        """The store on ``path`` (default ``<LONGTERM_HOME>/qdrant``); server keys are not for it."""
+        cfg = parse_backend_config(QdrantConfig, config, cls.name)
+        return cls(cfg.path or root / "qdrant", index=cfg.index, **cfg.hybrid_kwargs())
+
+    @override
     def _open(self) -> None:
         self._refuse_in_child()
         if self._shard is not None:
@@ -98,6 +109,7 @@ class QdrantEdgeBackend(QdrantEngine):
         shard.flush()
         return shard
 
+    @override
     def _close(self) -> None:
         if self._release is not None:
             self._release()
@@ -105,6 +117,7 @@ class QdrantEdgeBackend(QdrantEngine):
             self._side().close()
         self._shard = self._lock_fd = self._release = None
 
+    @override
     def _forget_after_fork(self) -> None:
         """The parent's shard is kept unclosed (closing or flushing it here would write the parent's
         files) and this child refuses from here on (``common.FORKED``); the child's copies of the
@@ -119,6 +132,7 @@ class QdrantEdgeBackend(QdrantEngine):
         self._shard = self._lock_fd = self._release = None
         self._forked = self._forked_error()
 
+    @override
     def _indices(self) -> list[str]:
         """Every index directory under the path holding points, by the logical name its ledger keeps
         (one made before it kept one: by its directory's name)."""
@@ -158,35 +172,42 @@ class QdrantEdgeBackend(QdrantEngine):
 
     # -- hooks ------------------------------------------------------------------------------
 
-    def _write(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None) -> None:
+    @override
+    def _write(self, records: Records, vectors: Vectors) -> None:
         points = [self._e.Point(**p) for p in self._points(records, vectors)]
         for start in range(0, len(points), BATCH):  # qdrant-edge holds the GIL while it writes
             self._shard.update(self._e.UpdateOperation.upsert_points(points[start : start + BATCH]))
 
+    @override
     def _has_id(self, point_ids: list[str]) -> Any:
         return self._e.HasIdCondition(set(point_ids))
 
     def _ask(self, **request: Any) -> list[Any]:
         return list(self._shard.query(self._e.QueryRequest(with_payload=True, **request)))
 
+    @override
     def _query(self, scope: Scope, vector: Any, using: str, k: int) -> list[Any]:
         return self._ask(limit=k, query=self._e.Query.Nearest(vector, using=using), filter=self._filter(scope))
 
+    @override
     def _rrf(self, scope: Scope, sparse: Any, dense: list[float], k: int) -> list[Any]:
         e, flt, depth = self._e, self._filter(scope), self.hybrid.depth(k)
         arms = [(sparse, SPARSE), (dense, DENSE)]
         prefetches = [e.Prefetch(limit=depth, query=e.Query.Nearest(v, using=u), filter=flt) for v, u in arms]
         return self._ask(limit=k, query=e.Fusion.Rrf(k=RRF_K), prefetches=prefetches)
 
+    @override
     def _scroll(self, flt: Any, cursor: Any, size: int) -> tuple[list[Any], Any]:
         points, cursor = self._shard.scroll(
             self._e.ScrollRequest(offset=cursor, limit=size, filter=flt, with_payload=True)
         )
         return list(points), cursor
 
+    @override
     def _count_where(self, flt: Any) -> int:
         return int(self._shard.count(self._e.CountRequest(exact=True, filter=flt)))
 
+    @override
     def _delete_where(self, flt: Any) -> None:
         self._shard.update(self._e.UpdateOperation.delete_points_by_filter(flt))
 

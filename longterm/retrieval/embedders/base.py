@@ -5,15 +5,17 @@ refuse vectors of another id), ``dim``, and a blocking, thread-safe ``embed(text
 returning a float32 array of shape (len(texts), dim), L2-normalised. ``kind`` is
 "passage" for what is stored and "query" for what is asked: some models (E5) encode the
 two differently. The engine core runs ``embed`` off the event loop in batches, so no
-embedder knows about loops; one with connections to release has ``close()``.
+embedder knows about loops; one with connections to release has ``close()``. numpy is
+imported where vectors are made, so a memory without an embedder never loads it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 Kind = Literal["passage", "query"]
 
@@ -30,6 +32,10 @@ class Embedder(Protocol):
 
 
 def normalize(vectors: np.ndarray) -> np.ndarray:
+    """``vectors`` as float32 rows of length 1 (a zero row stays zero)."""
+    import numpy as np
+
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.maximum(norms, 1e-12)
+    unit: np.ndarray = vectors / np.maximum(norms, 1e-12)
+    return unit

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ...errors import ConfigurationError
 from ..text import index_terms
 from .base import Kind, normalize
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class HashingEmbedder:
@@ -26,6 +28,8 @@ class HashingEmbedder:
         self.id = f"hashing-v1-{dim}"
 
     def _one(self, text: str) -> np.ndarray:
+        import numpy as np
+
         v = np.zeros(self.dim, dtype=np.float32)
         for term in index_terms(text):
             h = int.from_bytes(hashlib.blake2b(term.encode(), digest_size=8).digest(), "little")
@@ -33,6 +37,8 @@ class HashingEmbedder:
         return v
 
     def embed(self, texts: Sequence[str], *, kind: Kind = "passage") -> np.ndarray:
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return normalize(np.stack([self._one(t) for t in texts]))

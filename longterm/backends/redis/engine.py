@@ -17,125 +17,57 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
+from typing_extensions import override
 
-from .. import upgrades
-from ..config import parse_backend_config, redact_url
-from ..config.backends import RedisConfig, resolve_url
-from ..core.engine import Engine, Query
-from ..core.errors import Rule
-from ..core.scope import safe_name, scope_key
-from ..errors import BackendError, BackendUnavailableError, ConfigurationError, require
-from ..records import MemoryRecord, Scope, parse_record
-from ..retrieval.text import index_terms, query_terms
+from ...config import parse_backend_config, redact_url
+from ...config.backends import RedisConfig, resolve_url
+from ...core.aliases import Ids, Records, Vectors
+from ...core.engine import Engine, Query
+from ...core.errors import Rule
+from ...core.scope import scope_key
+from ...core.selection import Page
+from ...errors import BackendError, BackendUnavailableError, ConfigurationError, require
+from ...records import MemoryRecord, Scope, parse_record
+from ...retrieval.text import index_terms, query_terms
+from .scripts import (
+    ERASE,
+    ERASE_BATCH,
+    FAILOVER_HINT,
+    INDEX_KEY,
+    INDEX_ON,
+    KNN_QUERY,
+    NO_INDEX,
+    SAVE,
+    SCHEMA,
+    SCRIPT_BATCH,
+    SEGMENT,
+    START_HINT,
+    TEXT_QUERY,
+    VECTOR,
+    escape,
+    hits,
+    namespace,
+)
+from .upgrade import redis_v1
 
-START_HINT = "Run Redis Stack (image redis/redis-stack-server), or start redis-server with --loadmodule redisearch.so."
-FAILOVER_HINT = "A failover is under way (or a replica was named as the server); retry in a few seconds."
-#: Records per script call: a save of up to this many lands whole or not at all; a larger
-#: one is written in several calls (the ledger with the last), so no call blocks the server long.
-SCRIPT_BATCH = 1000
-#: Records erased per script call.
-ERASE_BATCH = 500
-#: FT.CREATE and FT.SEARCH arguments: the key prefix follows ``INDEX_ON``, the dim ``VECTOR``, the top k a query's.
-INDEX_ON = ("ON", "HASH", "STOPWORDS", 0, "PREFIX", 1)
-SCHEMA = ("SCHEMA", "terms", "TEXT", "NOSTEM", "scope", "TAG", "timestamp", "NUMERIC", "SORTABLE")
-VECTOR = ("embedding", "VECTOR", "HNSW", 6, "TYPE", "FLOAT32", "DISTANCE_METRIC", "COSINE", "DIM")
-TEXT_QUERY = ("WITHSCORES", "SCORER", "BM25STD", "RETURN", 1, "doc", "DIALECT", 2, "LIMIT", 0)
-KNN_QUERY = ("SORTBY", "vscore", "RETURN", 2, "doc", "vscore", "DIALECT", 2, "LIMIT", 0)
-#: Field of ``ns meta`` holding the index name as the caller gave it (keys hold ``safe_name``'s).
-INDEX_KEY = "index"
-#: What RediSearch says of a missing index (FT.SEARCH, FT.INFO), and ``_SAVE`` of a missing ``ns meta``.
-NO_INDEX = ("no such index", "unknown index")
-#: KEYS: ``ns meta``, the session's ledger set (or ``ns meta``), then per scope its set key and its record keys.
-#: ARGV: 1 if records carry a vector, 1 to leave out events the ledger holds, the number of event ids to mark
-#: and those ids, then per scope its tag and record count, then per record its event id, doc, terms,
-#: timestamp [and embedding]. Leaving out inside the script: no erase can slip between a check and a write.
-_SAVE = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('no such index: the store is not prepared') end
-local function sadd(key, list, from, to)
-  for i = from, to, 500 do redis.call('SADD', key, unpack(list, i, math.min(i + 499, to))) end
-end
-local vec, new, marks = ARGV[1] == '1', ARGV[2] == '1', tonumber(ARGV[3])
-local k, a = 3, 4 + marks
-while k <= #KEYS do
-  local tag, count, kept = ARGV[a], tonumber(ARGV[a + 1]), {}
-  a = a + 2
-  for i = k + 1, k + count do
-    if not (new and redis.call('SISMEMBER', KEYS[2], ARGV[a]) == 1) then
-      redis.call('HSET', KEYS[i], 'doc', ARGV[a + 1], 'terms', ARGV[a + 2], 'scope', tag, 'timestamp', ARGV[a + 3])
-      if vec then redis.call('HSET', KEYS[i], 'embedding', ARGV[a + 4]) end
-      kept[#kept + 1] = KEYS[i]
-    end
-    a = a + (vec and 5 or 4)
-  end
-  if #kept > 0 then sadd(KEYS[k], kept, 1, #kept) end
-  k = k + count + 1
-end
-if marks > 0 then sadd(KEYS[2], ARGV, 4, 3 + marks) end
-"""
-#: KEYS: a scope's set, then the record keys to erase (none: one SSCAN page of the set). ARGV: the SSCAN
-#: cursor and page size, and a session id ('': any). Erases those of the keys in the set (of that session)
-#: at once; returns {the next cursor ('0': done), how many went}.
-_ERASE = """
-local page, n, sid = {'0', {unpack(KEYS, 2)}}, 0, ARGV[3]
-if #page[2] == 0 then page = redis.call('SSCAN', KEYS[1], ARGV[1], 'COUNT', ARGV[2]) end
-for _, key in ipairs(page[2]) do
-  local doc = sid ~= '' and redis.call('HGET', key, 'doc')
-  if (sid == '' or doc and cjson.decode(doc).session_id == sid) and redis.call('SREM', KEYS[1], key) == 1 then
-    redis.call('DEL', key); n = n + 1
-  end
-end
-return {page[1], n}
-"""
-
-
-_QUERY_ESCAPE = re.compile(r"([^\w]|_)", re.UNICODE)
-
-
-def _escape(term: str) -> str:
-    return term if term.isalnum() and term.isascii() else _QUERY_ESCAPE.sub(r"\\\1", term)
-
-
-def _hits(reply: list[Any], bm25: bool = False) -> list[tuple[MemoryRecord, float]]:
-    """(record, score) of an FT.SEARCH reply: WITHSCORES (BM25), else with the KNN distance ``vscore``."""
-    out, step = [], 3 if bm25 else 2
-    for i in range(1, len(reply), step):
-        d = dict(zip(*[iter(reply[i + step - 1])] * 2, strict=True))
-        score = float(reply[i + 1]) if bm25 else 1 - float(d[b"vscore"])
-        out.append((parse_record(d[b"doc"]), score))
-    return out
-
-
-#: One key segment: what an index name becomes in a key.
-SEGMENT = r"A-Za-z0-9_.-"
-
-
-def namespace(prefix: str, index: str) -> str:
-    """The namespace every key of (``prefix``, ``index``) starts with.
-
-    A one-segment prefix keeps the previous release's layout, ``prefix index:`` (``longterm:app:``);
-    a prefix of several segments puts the index in braces, ``prefix {index}:`` (``myapp:memory:{app}:``).
-    No prefix holds a brace and no key's tail after the namespace starts with one, so two stores'
-    keys never equal each other, and a store's ``{index}`` keys fall under no other store's
-    RediSearch ``PREFIX`` except a one-segment store's ``p:i:m:``, when the prefix starts with it
-    (``p:`` index ``i`` against prefix ``p:i:m:``): their scope tags are salted with the namespace
-    (``RedisBackend._tag``), so such an index holds their hashes but no query of it matches them.
-    The braces are also a Redis Cluster hash tag: one store's keys hash to one slot, as a Lua
-    script over several of them needs."""
-    safe = safe_name(index, SEGMENT)
-    return f"{prefix}{safe}:" if prefix.count(":") == 1 else f"{prefix}{{{safe}}}:"
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class RedisBackend(Engine):
     name: ClassVar[str] = "redis"
     unreachable: ClassVar[str] = "Start it, or point LONGTERM_REDIS_URL or backend_config['url'] at a Redis Stack."
     timeout_key: ClassVar[str] = "socket_timeout"
+    atomic_save = True  # records and ledger marks in one script
+    purges = True
 
-    def __init__(self, url: str | None = None, **options: Any) -> None:
+    def __init__(self, config: RedisConfig | None = None, **options: Any) -> None:
+        """``RedisBackend(url=..., index=...)``: the keys of ``RedisConfig``, or one."""
         self._redis = require("redis", package="redis", extra="redis", purpose="The redis backend")
-        cfg = parse_backend_config(RedisConfig, {**options, "url": url}, self.name)
+        cfg = config or parse_backend_config(RedisConfig, options, self.name)
         self.cfg, self.index, self.prefix = cfg, cfg.index, cfg.prefix
         self.url = None if cfg.sentinels else resolve_url(cfg)
         self.ns = namespace(cfg.prefix, cfg.index)
@@ -153,6 +85,10 @@ class RedisBackend(Engine):
         self._orphans: list[Any] = []
         """Clients inherited from a parent process (``_forget_after_fork``): kept, never closed."""
         self._connect()
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], *, root: Path) -> RedisBackend:
+        return cls(parse_backend_config(RedisConfig, config, cls.name))
 
     def _connect(self) -> None:
         """A client with a connection pool of its own (a URL's, or the primary Sentinel names)."""
@@ -176,14 +112,16 @@ class RedisBackend(Engine):
                     f"the redis url {self.where!r} is not valid ({exc}); {RedisConfig.URL_FORM}"
                 ) from None
             self._r = self._redis.Redis(connection_pool=pool)
-        self._save, self._erase = (self._r.register_script(s) for s in (_SAVE, _ERASE))
+        self._save, self._erase = (self._r.register_script(s) for s in (SAVE, ERASE))
 
+    @override
     def _forget_after_fork(self) -> None:
         # redis-py closes a connection's socket without shutting it down in another pid, but kept
         # here nothing is closed at all: the parent's connections stay exactly as they were.
         self._orphans.append(self._r)
         self._connect()
 
+    @override
     def _rules(self) -> Sequence[Rule]:
         x = require("redis.exceptions", package="redis", extra="redis", purpose="The redis backend")
         return (
@@ -206,6 +144,7 @@ class RedisBackend(Engine):
     def _ledger_key(self, scope: Scope, session_id: str) -> str:
         return f"{self.ns}l:{scope_key(scope.app_name, scope.user_id, session_id)}"
 
+    @override
     def _open(self) -> None:
         vector = () if self.embedder is None else (*VECTOR, self.embedder.dim)
         try:
@@ -213,32 +152,41 @@ class RedisBackend(Engine):
         except Exception as exc:
             if "already exists" not in str(exc).lower():
                 raise
-        upgrades.redis_v1(self._r, self.ns)
+        redis_v1(self._r, self.ns)
         self._r.hsetnx(self.ns + "meta", INDEX_KEY, self.index)  # the name ``_indices`` reports
 
+    @override
     def _meta_get(self, key: str) -> str | None:
         return None if (value := self._r.hget(self.ns + "meta", key)) is None else value.decode()
 
+    @override
     def _meta_set(self, key: str, value: str) -> None:
         self._r.hset(self.ns + "meta", key, value)
 
-    def _write(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None) -> None:
+    @override
+    def _write(self, records: Records, vectors: Vectors) -> None:
         self._put(records, vectors, "", [])
 
-    def _commit(self, records: Any, vectors: Any, scope: Scope, session_id: str, marks: Any) -> None:
-        self._put(records, vectors, self._ledger_key(scope, session_id), marks)
+    @override
+    def _commit(
+        self, records: Records, vectors: Vectors, scope: Scope, session_id: str, event_ids: Ids, new_only: bool = False
+    ) -> None:
+        """One ``SAVE`` per batch, the marks with the last; ``new_only`` is read inside the script."""
+        self._put(records, vectors, self._ledger_key(scope, session_id), event_ids, new_only)
 
-    def _commit_new(self, records: Any, vectors: Any, scope: Scope, session_id: str, marks: Any) -> None:
-        self._put(records, vectors, self._ledger_key(scope, session_id), marks, new_only=True)  # read inside _SAVE
+    @override
+    def _ledger_mark(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
+        self._put((), None, self._ledger_key(scope, session_id), event_ids)
 
-    def _put(self, records: Any, vectors: Any, ledger: str, marks: Any, new_only: bool = False) -> None:
-        """One ``_SAVE`` call per ``SCRIPT_BATCH`` records; ``marks`` go into the ``ledger`` with the last."""
+    def _put(self, records: Records, vectors: Vectors, ledger: str, marks: Ids, new_only: bool = False) -> None:
+        """One ``SAVE`` call per ``SCRIPT_BATCH`` records; ``marks`` go into the ``ledger`` with the last."""
         meta = self.ns + "meta"
-        vecs = None if vectors is None else vectors.astype(np.float32, copy=False)
+        vecs = None if vectors is None else vectors.astype("float32", copy=False)
         for start in range(0, len(records), SCRIPT_BATCH) or (0,):
             batch = range(start, min(start + SCRIPT_BATCH, len(records)))
             now = marks if batch.stop == len(records) else ()
-            keys, args = [meta, ledger or meta], [0 if vecs is None else 1, int(new_only), len(now), *now]
+            keys: list[str] = [meta, ledger or meta]
+            args: list[Any] = [0 if vecs is None else 1, int(new_only), len(now), *now]
             groups: dict[str, list[int]] = {}
             for i in batch:
                 groups.setdefault(self._tag(records[i].app_name, records[i].user_id), []).append(i)
@@ -256,7 +204,7 @@ class RedisBackend(Engine):
                 self._script(keys, args)
 
     def _script(self, keys: list[str], args: list[Any]) -> None:
-        """One ``_SAVE`` call; with ``wait_replicas``, then ``WAIT`` on the same connection (a pipeline)."""
+        """One ``SAVE`` call; with ``wait_replicas``, then ``WAIT`` on the same connection (a pipeline)."""
         want = self.cfg.wait_replicas
         if not want:
             self._save(keys=keys, args=args)
@@ -273,16 +221,19 @@ class RedisBackend(Engine):
                 "link, or raise wait_timeout."
             )
 
+    @override
     def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:
-        q = "|".join(f"(@scope:{{$s}} @terms:{_escape(t)})" for t in query_terms(query.text))
+        q = "|".join(f"(@scope:{{$s}} @terms:{escape(t)})" for t in query_terms(query.text))
         params = ("PARAMS", 2, "s", self._tag(scope.app_name, scope.user_id))
-        return _hits(self._r.execute_command("FT.SEARCH", self.index_name, q, *params, *TEXT_QUERY, k), True)
+        return hits(self._r.execute_command("FT.SEARCH", self.index_name, q, *params, *TEXT_QUERY, k), True)
 
+    @override
     def _nearest(self, scope: Scope, vector: np.ndarray, k: int) -> list[tuple[MemoryRecord, float]]:
         q = f"(@scope:{{{self._tag(scope.app_name, scope.user_id)}}})=>[KNN {k} @embedding $vec AS vscore]"
-        vec = vector.astype(np.float32).tobytes()
-        return _hits(self._r.execute_command("FT.SEARCH", self.index_name, q, "PARAMS", 2, "vec", vec, *KNN_QUERY, k))
+        vec = vector.astype("float32").tobytes()
+        return hits(self._r.execute_command("FT.SEARCH", self.index_name, q, "PARAMS", 2, "vec", vec, *KNN_QUERY, k))
 
+    @override
     def _remove(self, scope: Scope, ids: Sequence[str] | None, session_id: str | None) -> int:
         members, n, cursor = self._set(scope), 0, b"0"
         if ids is not None:
@@ -296,10 +247,12 @@ class RedisBackend(Engine):
             if cursor == b"0":
                 return n
 
+    @override
     def _count(self, scope: Scope) -> int:
         return int(self._r.scard(self._set(scope)))
 
-    def _page(self, scope: Scope, cursor: Any, size: int) -> tuple[list[MemoryRecord], Any]:
+    @override
+    def _page(self, scope: Scope, cursor: Any, size: int) -> Page:
         # SSCAN may return a key twice (while the set is rehashed): ``seen`` keeps each record once.
         position, seen = cursor or (0, set())
         position, keys = self._r.sscan(self._set(scope), position, count=size)
@@ -312,6 +265,7 @@ class RedisBackend(Engine):
         records = [parse_record(d) for d in docs if d is not None]
         return records, ((position, seen) if position else None)
 
+    @override
     def _scopes(self) -> list[tuple[str, str, int]]:
         return self._listed(self.ns)
 
@@ -335,6 +289,7 @@ class RedisBackend(Engine):
                     break
         return out
 
+    @override
     def _indices(self) -> list[str]:
         found = []
         for raw in self._r.execute_command("FT._LIST"):
@@ -355,9 +310,7 @@ class RedisBackend(Engine):
         m = re.fullmatch(form, rest)
         return None if m is None else m.group(1)
 
-    atomic_save = True  # records and ledger in one transaction / one script
-    purges = True
-
+    @override
     def _purge(self) -> None:
         """Rewrite the AOF (``BGREWRITEAOF``) and, where snapshots are configured, the RDB (``BGSAVE``),
         and wait for both: until then the files keep what an erase deleted."""
@@ -384,8 +337,10 @@ class RedisBackend(Engine):
         except self._redis.exceptions.ResponseError:  # CONFIG renamed or refused (managed services)
             return False
 
+    @override
     def _ledger_saved(self, scope: Scope, session_id: str) -> set[str]:
         return {m.decode() for m in self._r.smembers(self._ledger_key(scope, session_id))}
 
+    @override
     def _close(self) -> None:
         self._r.connection_pool.disconnect()

@@ -39,9 +39,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .config import private_dir
-from .core.errors import Rule
-from .errors import BackendError, BackendUnavailableError, ConfigurationError
+from ..config import private_dir
+from ..errors import BackendError, BackendUnavailableError, ConfigurationError
+from .errors import Rule
 
 log = logging.getLogger(__name__)
 

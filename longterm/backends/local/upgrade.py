@@ -1,26 +1,23 @@
-"""Stores written by older longterm versions, moved to the current layout when an engine opens them.
+"""A local store written by an older longterm version, moved to the current schema when it is opened.
 
-The seam: an engine's ``_open`` calls its upgrade with its own connection (``local_v1``
-with the SQLite connection, ``redis_v1`` with the client and namespace). Each looks for
-its old layout and moves it over once, safe against another process doing the same.
-(Qdrant points of 0.1 hold the record spread out; ``qdrant.common.to_record`` reads both.)
+The seam: ``LocalBackend._open`` calls ``local_v1(conn, path)`` with its own connection; it
+looks for schema 1 (scopes spelled out in every row, hex ids, the text as 0.1 indexed it)
+and moves it over once, in one write transaction, safe against another process doing the
+same.
 
-Why apart from the engines: an upgrade reads a layout no engine writes any more, and goes
-when that version is no longer supported; the engines keep only the current layout.
+Why apart from the engine: an upgrade reads a layout the engine writes no more, and goes
+when that version is no longer supported; the store keeps only the current schema.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 import sqlite3
 from pathlib import Path
-from typing import Any
 
-from ._sqlite import write_transaction
-from .backends.local.schema import COLUMNS, stored_id
-from .retrieval.text import index_terms, segment
+from ...core.sqlite import write_transaction
+from ...retrieval.text import segment
+from .schema import COLUMNS, stored_id
 
 log = logging.getLogger(__name__)
 
@@ -66,28 +63,3 @@ def local_v1(conn: sqlite3.Connection, path: Path) -> None:
             for statement in LOCAL_V1.split(";\n"):
                 if statement.strip():
                     conn.execute(statement)
-
-
-#: KEYS: record keys; ARGV: their terms. Sets them on the records that still exist.
-REDIS_RETERM = """
-for i, k in ipairs(KEYS) do if redis.call('EXISTS', k) == 1 then redis.call('HSET', k, 'terms', ARGV[i]) end end
-"""
-#: Records re-indexed per script call.
-REDIS_BATCH = 500
-
-
-def redis_v1(r: Any, ns: str) -> None:
-    """Index every record by our terms, then drop ``ns idx``: the index of 0.1, where RediSearch stemmed the text."""
-    if (old := f"{ns}idx".encode()) not in r.execute_command("FT._LIST"):
-        return
-    reterm = r.register_script(REDIS_RETERM)
-    keys = list(r.scan_iter(match=re.sub(r"([\\*?[\]])", r"\\\1", ns) + "m:*", count=1000))
-    for i in range(0, len(keys), REDIS_BATCH):
-        batch = keys[i : i + REDIS_BATCH]
-        with r.pipeline(transaction=False) as pipe:
-            for key in batch:
-                pipe.hget(key, "doc")
-            docs = pipe.execute()
-        found = [(key, json.loads(doc)["text"]) for key, doc in zip(batch, docs, strict=True) if doc is not None]
-        reterm(keys=[key for key, _ in found], args=[" ".join(index_terms(text)) for _, text in found])
-    r.execute_command("FT.DROPINDEX", old)

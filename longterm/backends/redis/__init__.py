@@ -1,0 +1,7 @@
+"""The Redis engine (``engine``): memories as hashes, found with RediSearch; its key layout and
+scripts (``scripts``), and the move of a 0.1 store to the current layout (``upgrade``)."""
+
+from .engine import RedisBackend
+from .scripts import namespace
+
+__all__ = ["RedisBackend", "namespace"]

@@ -1,0 +1,112 @@
+"""The Redis engine's fixed parts: key layout, RediSearch arguments, the Lua scripts of a save and an erase.
+
+The seam: ``namespace(prefix, index)`` is where every key of a store starts; ``SAVE`` and
+``ERASE`` are the scripts that make a save (records with their ledger marks, leaving out
+events the ledger holds) and an erase each one step; ``escape`` makes a term safe in
+RediSearch's query syntax, ``hits`` reads an ``FT.SEARCH`` reply. The engine (``engine.py``)
+only calls them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ...core.scope import safe_name
+from ...records import MemoryRecord, parse_record
+
+START_HINT = "Run Redis Stack (image redis/redis-stack-server), or start redis-server with --loadmodule redisearch.so."
+FAILOVER_HINT = "A failover is under way (or a replica was named as the server); retry in a few seconds."
+#: Records per script call: a save of up to this many lands whole or not at all; a larger
+#: one is written in several calls (the ledger with the last), so no call blocks the server long.
+SCRIPT_BATCH = 1000
+#: Records erased per script call.
+ERASE_BATCH = 500
+#: FT.CREATE and FT.SEARCH arguments: the key prefix follows ``INDEX_ON``, the dim ``VECTOR``, the top k a query's.
+INDEX_ON = ("ON", "HASH", "STOPWORDS", 0, "PREFIX", 1)
+SCHEMA = ("SCHEMA", "terms", "TEXT", "NOSTEM", "scope", "TAG", "timestamp", "NUMERIC", "SORTABLE")
+VECTOR = ("embedding", "VECTOR", "HNSW", 6, "TYPE", "FLOAT32", "DISTANCE_METRIC", "COSINE", "DIM")
+TEXT_QUERY = ("WITHSCORES", "SCORER", "BM25STD", "RETURN", 1, "doc", "DIALECT", 2, "LIMIT", 0)
+KNN_QUERY = ("SORTBY", "vscore", "RETURN", 2, "doc", "vscore", "DIALECT", 2, "LIMIT", 0)
+#: Field of ``ns meta`` holding the index name as the caller gave it (keys hold ``safe_name``'s).
+INDEX_KEY = "index"
+#: What RediSearch says of a missing index (FT.SEARCH, FT.INFO), and ``SAVE`` of a missing ``ns meta``.
+NO_INDEX = ("no such index", "unknown index")
+#: KEYS: ``ns meta``, the session's ledger set (or ``ns meta``), then per scope its set key and its record keys.
+#: ARGV: 1 if records carry a vector, 1 to leave out events the ledger holds, the number of event ids to mark
+#: and those ids, then per scope its tag and record count, then per record its event id, doc, terms,
+#: timestamp [and embedding]. Leaving out inside the script: no erase can slip between a check and a write.
+SAVE = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('no such index: the store is not prepared') end
+local function sadd(key, list, from, to)
+  for i = from, to, 500 do redis.call('SADD', key, unpack(list, i, math.min(i + 499, to))) end
+end
+local vec, new, marks = ARGV[1] == '1', ARGV[2] == '1', tonumber(ARGV[3])
+local k, a = 3, 4 + marks
+while k <= #KEYS do
+  local tag, count, kept = ARGV[a], tonumber(ARGV[a + 1]), {}
+  a = a + 2
+  for i = k + 1, k + count do
+    if not (new and redis.call('SISMEMBER', KEYS[2], ARGV[a]) == 1) then
+      redis.call('HSET', KEYS[i], 'doc', ARGV[a + 1], 'terms', ARGV[a + 2], 'scope', tag, 'timestamp', ARGV[a + 3])
+      if vec then redis.call('HSET', KEYS[i], 'embedding', ARGV[a + 4]) end
+      kept[#kept + 1] = KEYS[i]
+    end
+    a = a + (vec and 5 or 4)
+  end
+  if #kept > 0 then sadd(KEYS[k], kept, 1, #kept) end
+  k = k + count + 1
+end
+if marks > 0 then sadd(KEYS[2], ARGV, 4, 3 + marks) end
+"""
+#: KEYS: a scope's set, then the record keys to erase (none: one SSCAN page of the set). ARGV: the SSCAN
+#: cursor and page size, and a session id ('': any). Erases those of the keys in the set (of that session)
+#: at once; returns {the next cursor ('0': done), how many went}.
+ERASE = """
+local page, n, sid = {'0', {unpack(KEYS, 2)}}, 0, ARGV[3]
+if #page[2] == 0 then page = redis.call('SSCAN', KEYS[1], ARGV[1], 'COUNT', ARGV[2]) end
+for _, key in ipairs(page[2]) do
+  local doc = sid ~= '' and redis.call('HGET', key, 'doc')
+  if (sid == '' or doc and cjson.decode(doc).session_id == sid) and redis.call('SREM', KEYS[1], key) == 1 then
+    redis.call('DEL', key); n = n + 1
+  end
+end
+return {page[1], n}
+"""
+
+
+_QUERY_ESCAPE = re.compile(r"([^\w]|_)", re.UNICODE)
+
+
+def escape(term: str) -> str:
+    return term if term.isalnum() and term.isascii() else _QUERY_ESCAPE.sub(r"\\\1", term)
+
+
+def hits(reply: list[Any], bm25: bool = False) -> list[tuple[MemoryRecord, float]]:
+    """(record, score) of an FT.SEARCH reply: WITHSCORES (BM25), else with the KNN distance ``vscore``."""
+    out, step = [], 3 if bm25 else 2
+    for i in range(1, len(reply), step):
+        d = dict(zip(*[iter(reply[i + step - 1])] * 2, strict=True))
+        score = float(reply[i + 1]) if bm25 else 1 - float(d[b"vscore"])
+        out.append((parse_record(d[b"doc"]), score))
+    return out
+
+
+#: One key segment: what an index name becomes in a key.
+SEGMENT = r"A-Za-z0-9_.-"
+
+
+def namespace(prefix: str, index: str) -> str:
+    """The namespace every key of (``prefix``, ``index``) starts with.
+
+    A one-segment prefix keeps the previous release's layout, ``prefix index:`` (``longterm:app:``);
+    a prefix of several segments puts the index in braces, ``prefix {index}:`` (``myapp:memory:{app}:``).
+    No prefix holds a brace and no key's tail after the namespace starts with one, so two stores'
+    keys never equal each other, and a store's ``{index}`` keys fall under no other store's
+    RediSearch ``PREFIX`` except a one-segment store's ``p:i:m:``, when the prefix starts with it
+    (``p:`` index ``i`` against prefix ``p:i:m:``): their scope tags are salted with the namespace
+    (``RedisBackend._tag``), so such an index holds their hashes but no query of it matches them.
+    The braces are also a Redis Cluster hash tag: one store's keys hash to one slot, as a Lua
+    script over several of them needs."""
+    safe = safe_name(index, SEGMENT)
+    return f"{prefix}{safe}:" if prefix.count(":") == 1 else f"{prefix}{{{safe}}}:"

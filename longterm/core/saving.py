@@ -1,0 +1,95 @@
+"""A save as the engine core runs it, from the records a policy kept to the ledger marks.
+
+The seam: an ``Engine`` holds one ``Saving`` over its runner, its embedding and its write
+primitives (``Writes``, held weakly). ``save(records, scope, session_id, event_ids)`` and
+``upsert(records)`` each: record the embedder before the store's first write, refuse a
+record over the size limit (``core.limits``), embed the texts where the save path does
+(``core.embedding``), then write on a worker. A save writes its records and ledger marks in
+one step, the engine's ``_commit``, where the engine declares ``atomic_save``; otherwise the
+records first (``_write``, or ``_write_new`` for a save that must not bring an erased memory
+back), then the marks (``_ledger_mark``), so a crash between them costs a rewrite of the
+same ids, never a lost memory. Then the background embedder is woken, when there is one.
+
+Why an object of its own: the order of these steps is the promise a save makes (nothing
+written before it is checked and embedded; the ledger never ahead of the records), and it
+is the same for every engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from ..records import MemoryRecord, Scope
+from . import limits
+from .aliases import Records, Vectors
+from .embedding import Embedding
+from .runner import Hook, Runner
+from .selection import unsaved
+
+
+class Writes(NamedTuple):
+    """The engine's write primitives (bound methods; see ``core.engine``)."""
+
+    write: Callable[[Records, Vectors], None]
+    write_new: Callable[[Records, Vectors], None]
+    commit: Callable[[Records, Vectors, Scope, str, Sequence[str], bool], None]
+    ledger_saved: Callable[[Scope, str], set[str]]
+    ledger_mark: Callable[[Scope, str, Sequence[str]], None]
+    record_bytes: Callable[[MemoryRecord], int]
+
+
+class Saving:
+    """An engine's saves and upserts (see the module docstring)."""
+
+    def __init__(
+        self, runner: Runner, embedding: Embedding, writes: Writes, *, atomic: bool, limit: int | None
+    ) -> None:
+        self.atomic = atomic
+        """``atomic_save``: records and marks in one ``_commit``."""
+        self.limit = limit
+        """Largest record a save accepts (``max_record_bytes``); a larger one fails the save."""
+        self._runner, self._embedding = runner, embedding
+        self._write, self._write_new, self._commit = Hook(writes.write), Hook(writes.write_new), Hook(writes.commit)
+        self._saved, self._mark = Hook(writes.ledger_saved), Hook(writes.ledger_mark)
+        self._bytes = Hook(writes.record_bytes)
+
+    def check_sizes(self, records: Records) -> None:
+        """Refuse the save when one of ``records`` is over the limit (counting is blocking work)."""
+        limits.check(records, self.limit, self._bytes, self._runner.label.name)
+
+    async def _before_write(self, records: Records) -> Vectors:
+        """The embedder recorded, the sizes checked, the records embedded where the save path does."""
+        await self._embedding.before_write()
+        if doubtful := limits.doubtful(records, self.limit):
+            await self._runner.run("checking memory sizes", self.check_sizes, doubtful)
+        return await self._embedding.passages(records)
+
+    async def upsert(self, records: Records) -> None:
+        if records:
+            vectors = await self._before_write(records)
+            await self._runner.run("saving memories", self._write, list(records), vectors)
+            self._embedding.wake()
+
+    async def save(
+        self, records: Records, scope: Scope, session_id: str, event_ids: Sequence[str], new_only: bool
+    ) -> None:
+        vectors = await self._before_write(records)
+        args = (list(records), vectors, scope, session_id, list(event_ids), new_only)
+        await self._runner.run("saving memories", self._now, *args)
+        if records:
+            self._embedding.wake()
+
+    def _now(
+        self, records: Records, vectors: Vectors, scope: Scope, session_id: str, event_ids: list[str], new_only: bool
+    ) -> None:
+        """On a worker: in one step where atomic; else the records (with ``new_only``, those of
+        events the ledger does not hold, read just before), then the ledger."""
+        if self.atomic:
+            return self._commit(records, vectors, scope, session_id, event_ids, new_only=new_only)
+        if new_only:
+            records, vectors = unsaved(records, vectors, self._saved(scope, session_id))
+        if records:
+            (self._write_new if new_only else self._write)(records, vectors)
+        if event_ids:
+            self._mark(scope, session_id, event_ids)

@@ -1,0 +1,95 @@
+"""A search as the engine core runs it: terms, the arms it can use, fusion, visible degradation.
+
+The seam: an ``Engine`` holds one ``Searching`` over its runner, its embedding, its
+``Hybrid`` settings and its read primitives (``Reads``, held weakly). ``search(scope, query,
+top_k)``, for a query with terms (the engine found them; none: no hits): without an embedder, or on a store made
+without vectors, it asks full text alone (``_fulltext``; the hits say why, when vectors were
+asked for); otherwise it embeds the query and asks both arms: fused by the engine itself
+(``_search``) where it declares ``native_hybrid``, else full text and vectors (``_nearest``)
+fused here (``retrieval.hybrid``). Reads run through the engine's ``_read``, so an engine with
+readers of its own (the local store) keeps searches off its writer.
+
+Why degradation is visible: a failed query embedding or vector arm still answers from full
+text, and every hit says so (``Hit.extra["degraded"]``), so a caller never mistakes a
+degraded answer for the best one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeAlias, TypeVar
+
+from ..records import Hit, MemoryRecord, Scope
+from ..retrieval.hybrid import Hybrid
+from .embedding import Embedding
+from .runner import Hook, Runner
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .engine import Query
+
+log = logging.getLogger(__name__)
+
+Scored: TypeAlias = "list[tuple[MemoryRecord, float]]"
+T = TypeVar("T")
+
+
+class Read(Protocol):
+    """``Engine._read``: a primitive that only reads, run where the engine runs reads."""
+
+    async def __call__(self, what: str, fn: Callable[..., T], *args: object) -> T: ...
+
+
+class Reads(NamedTuple):
+    """The engine's read primitives (bound methods; see ``core.engine``)."""
+
+    read: Read
+    fulltext: Callable[[Scope, Query, int], Scored]
+    nearest: Callable[[Scope, np.ndarray, int], Scored]
+    native: Callable[[Scope, Query, np.ndarray | None, int, str | None], list[Hit]]
+
+
+class Searching:
+    """An engine's searches (see the module docstring)."""
+
+    def __init__(
+        self, runner: Runner, embedding: Embedding, hybrid: Hybrid, reads: Reads, *, native: bool, text_arm: str
+    ) -> None:
+        self.native = native
+        """``native_hybrid``: the engine fuses both arms in its ``_search``."""
+        self.text_arm = text_arm
+        self._runner, self._embedding, self._hybrid = runner, embedding, hybrid
+        self._read, self._fulltext = Hook(reads.read), Hook(reads.fulltext)
+        self._nearest, self._native = Hook(reads.nearest), Hook(reads.native)
+
+    async def search(self, scope: Scope, q: Query, top_k: int) -> list[Hit]:
+        """The scope's records best matching ``q`` (terms found, at least one), best first, at most ``top_k``."""
+        embedding = self._embedding
+        if embedding.embedder is not None:
+            await self._runner.ready()
+        if embedding.embedder is None or embedding.vectors_off:
+            rows = await self._read("searching", self._fulltext, scope, q, top_k)
+            extra = {"degraded": embedding.vectors_off} if embedding.vectors_off else {}
+            return [Hit(record=rec, score=s, arms={self.text_arm: s}, extra=extra) for rec, s in rows[:top_k]]
+        vector, degraded = await embedding.query(q.text)
+        arms = self._native if self.native else self.both_arms
+        return await self._read("searching", arms, scope, q, vector, top_k, degraded)
+
+    def both_arms(self, scope: Scope, query: Query, vector: np.ndarray | None, k: int, why: str | None) -> list[Hit]:
+        """On a worker: full text and vectors, fused here (also for a native engine that fuses only
+        some ways, as Qdrant does RRF only)."""
+        depth = self._hybrid.depth(k)
+        text, near = self._fulltext(scope, query, depth), []
+        if vector is not None:
+            try:
+                near = self._nearest(scope, vector, depth)
+            except Exception as exc:  # degrade visibly: full text still answers
+                err, _ = self._runner.translate(exc, "searching by vector")
+                why = f"vector search failed ({err}); results are full text only"
+                log.warning("%s %s: %s", self._runner.label.name, self._runner.label.where, why)
+        by_id = {rec.id: rec for rec, _ in (*text, *near)}
+        fused = self._hybrid.fuse({"fulltext": [(r.id, s) for r, s in text], "vector": [(r.id, s) for r, s in near]})
+        extra = {"degraded": why} if why else {}
+        return [Hit(record=by_id[i], score=s, arms=a, extra=extra) for i, s, a in fused[:k]]
