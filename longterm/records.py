@@ -310,6 +310,8 @@ class Hit(BaseModel):
     """Per-arm scores or ranks (e.g. ``{"fulltext": 3.2}``), for explanation and fusion."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Backend notes, e.g. that an arm was unavailable and the answer is degraded."""
+    context: list[MemoryRecord] = Field(default_factory=list)
+    """The hit's neighbouring turns of its session, in order, when a search asked for them."""
 
 
 class Memory(BaseModel):
@@ -354,6 +356,7 @@ class Memory(BaseModel):
             role=record.role,
             kind=kind,
             metadata=dict(record.metadata),
+            context=[] if hit is None else [cls.of(r) for r in hit.context],
         )
 
 

@@ -18,7 +18,7 @@ is the same for every engine.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from ..records import MemoryRecord, Scope
 from . import limits
@@ -28,12 +28,27 @@ from .runner import Hook, Runner
 from .selection import unsaved
 
 
+class Commit(Protocol):
+    """``Engine._commit``: ``new_only`` is passed by name, so an override taking ``**kw`` keeps working."""
+
+    def __call__(
+        self,
+        records: Records,
+        vectors: Vectors,
+        scope: Scope,
+        session_id: str,
+        event_ids: Sequence[str],
+        *,
+        new_only: bool = False,
+    ) -> None: ...
+
+
 class Writes(NamedTuple):
     """The engine's write primitives (bound methods; see ``core.engine``)."""
 
     write: Callable[[Records, Vectors], None]
     write_new: Callable[[Records, Vectors], None]
-    commit: Callable[[Records, Vectors, Scope, str, Sequence[str], bool], None]
+    commit: Commit
     ledger_saved: Callable[[Scope, str], set[str]]
     ledger_mark: Callable[[Scope, str, Sequence[str]], None]
     record_bytes: Callable[[MemoryRecord], int]

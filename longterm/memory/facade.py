@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from .._sync import sync_twin
@@ -79,13 +80,15 @@ class LongTermMemory(MemoryService):
         top_k: int | None = None,
         min_score: float | None = None,
         kind: SearchKind = "all",
+        context: int = 0,
+        now: datetime | float | str | None = None,
     ) -> list[Memory]:
         """The user's memories best matching ``query``, best first, each a typed ``Memory``
-        whose ``score`` is in [0, 1] with one meaning on every backend."""
+        whose ``score`` is in [0, 1] with one meaning on every backend; ``context=N``: each with
+        its N turns before and after (``Memory.context``); ``now``: the question's time."""
         scope = inputs.scope(self.default_app, user_id)
-        return [
-            as_memory(h.record, h) for h in await self.search_hits(scope, query, top_k, kind=kind, min_score=min_score)
-        ]
+        hits = await self.search_hits(scope, query, top_k, kind=kind, min_score=min_score, context=context, now=now)
+        return [as_memory(h.record, h) for h in hits]
 
     async def get(self, memory_id: str, *, user_id: str) -> Memory | None:
         """The user's memory with id ``memory_id`` (None: there is none)."""

@@ -1,8 +1,9 @@
 """The facade's argument checks: each wrong argument an ``InvalidInputError`` that names it.
 
 The seam: ``scope(app_name, user_id)``, ``items(name, value, what)``, ``metadata(value)``,
-``top_k(value)``, ``min_score(value)``, ``kind(value)``, ``text_id(name, value)`` and
-``as_of(value)``, called first by every facade method, before anything reaches an engine.
+``top_k(value)``, ``min_score(value)``, ``kind(value)``, ``text_id(name, value)``,
+``as_of(value)``, ``context(value)`` and ``now(value)``, called first by every facade method,
+before anything reaches an engine.
 
 Why here, once: a caller's mistake (a string where a list goes, ``True`` as ``top_k``) would
 otherwise be walked item by item, coerced, or fail deep in an engine with a message about
@@ -102,3 +103,25 @@ def as_of(value: Any) -> float:
         return parse_timestamp(value)
     except InvalidInputError as exc:
         raise InvalidInputError(f"as_of: {exc}") from None
+
+
+#: Neighbouring turns a search may return on each side of a hit (``context=``).
+MAX_CONTEXT = 20
+
+
+def context(value: Any) -> int:
+    """``context`` of a search: how many turns before and after each hit, 0 to ``MAX_CONTEXT``."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_CONTEXT:
+        raise InvalidInputError(f"context must be an integer from 0 to {MAX_CONTEXT}, got {value!r}.")
+    return value
+
+
+def now(value: Any) -> float | None:
+    """``now`` of a search (the question's time, for "last week"): None (the clock), or a time read
+    like an event's (seconds, a datetime, an ISO 8601 string)."""
+    if value is None:
+        return None
+    try:
+        return parse_timestamp(value)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"now: {exc}") from None

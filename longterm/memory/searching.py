@@ -18,15 +18,18 @@ measured, terms of 16 K characters take ~8 ms, of a 1.7 MB paste ~1 s.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from datetime import datetime
 
 from .. import telemetry
 from ..core.errors import guard
 from ..entries import MemoryEntry, SearchMemoryResponse, make_content
 from ..errors import InvalidInputError
-from ..facts import SearchKind, split_hits
-from ..records import Hit, Scope
+from ..facts import SearchKind, is_fact, split_hits
+from ..records import Hit, MemoryRecord, Scope
+from ..retrieval import context as neighbourhood
 from ..retrieval.calibration import calibrate
 from ..retrieval.rescoring import Rescoring
+from ..retrieval.when import window
 from . import inputs
 from .wiring import Wiring
 
@@ -39,6 +42,7 @@ MAX_QUERY_CHARS = 16_384
 RESERVED_METADATA = frozenset(
     {"session_id", "event_id", "score", "raw_score", "backend", "role", "event_types", "arms", "degraded"}
     | {"relevance", "recency", "backend_score"}  # rescoring's parts (``importance`` is the user's input)
+    | {"context", "folded"}
 )
 #: The arms' weights of a store whose hybrid names none.
 DEFAULT_WEIGHTS = {"fulltext": 0.7, "vector": 0.3}
@@ -76,6 +80,7 @@ def entry(hit: Hit, backend: str) -> MemoryEntry:
         "event_types": r.event_types,
         **({"arms": hit.arms} if hit.arms else {}),
         **hit.extra,
+        **({"context": [turn(c) for c in hit.context]} if hit.context else {}),
     }
     # The library's keys first and merged last, so they always win; a reserved name it leaves
     # out this time (``arms``, ``degraded``) is not taken from the memory's own metadata either.
@@ -90,6 +95,18 @@ def entry(hit: Hit, backend: str) -> MemoryEntry:
     )
 
 
+def turn(record: MemoryRecord) -> dict[str, object]:
+    """One neighbouring turn as ``custom_metadata["context"]`` lists it."""
+    return {
+        "id": record.id,
+        "event_id": record.event_id,
+        "author": record.author,
+        "role": record.role,
+        "text": record.text,
+        "timestamp": record.iso_timestamp(),
+    }
+
+
 class Searcher:
     """Every search of a memory (see the module docstring), over one memory's parts."""
 
@@ -102,22 +119,57 @@ class Searcher:
 
     @telemetry.searching
     async def hits(
-        self, scope: Scope, query: str, k: int, *, kind: SearchKind, min_score: float | None, rescoring: Rescoring
+        self,
+        scope: Scope,
+        query: str,
+        k: int,
+        *,
+        kind: SearchKind,
+        min_score: float | None,
+        rescoring: Rescoring,
+        context: int = 0,
+        now: datetime | float | str | None = None,
     ) -> list[Hit]:
-        """The scope's best ``k`` hits for ``query`` of ``kind``, those under ``min_score`` left out."""
+        """The scope's best ``k`` hits for ``query`` of ``kind``, those under ``min_score`` left out;
+        a hit's session neighbours lend it score (``retrieval.context``), hits inside a time the
+        question names (relative to ``now``) gain; with ``context``, each carries its ``context``
+        turns before and after, and near-identical hits fold into one."""
         if not isinstance(query, str):
             raise InvalidInputError(f"query must be a string, got {type(query).__name__}.")
         query = query_prefix(query)
         inputs.bounded_int("top_k", k)
         inputs.kind(kind)
         inputs.min_score(min_score)
+        context = inputs.context(context)
+        when = window(query, inputs.now(now))
         fetch = fetch_size(k, rescoring, self.parts.facts is not None)
         with self._guard("searching memories"):
             found = await self.parts.backend.search(scope, query, fetch)
         hits = split_hits(rescoring.rescore(calibrate(query, found, self._fusion_weights())), kind)
+        lenders = [h for h in hits[: neighbourhood.LENDERS] if not is_fact(h.record)] if kind != "facts" else []
+        around = await self._neighbours(scope, [h.record for h in lenders], 1)
+        hits = neighbourhood.rerank(hits, lenders if around else [], around or [], when)
         if min_score is not None:
             hits = [h for h in hits if h.score >= min_score]
-        return hits[:k]
+        if not context:
+            return hits[:k]
+        hits = neighbourhood.fold(hits)[:k]
+        around = await self._neighbours(scope, [h.record for h in hits], context)
+        if around is None:
+            return hits
+        return [
+            h.model_copy(update={"context": [*before, *after]}) for h, (before, after) in zip(hits, around, strict=True)
+        ]
+
+    async def _neighbours(self, scope: Scope, anchors: list[MemoryRecord], n: int) -> list[neighbourhood.Around] | None:
+        """Each anchor's ``n`` turns before and after it, read from the store now (None: the
+        backend cannot say; a backend that is no ``Engine`` may lack ``neighbours``)."""
+        read = getattr(self.parts.backend, "neighbours", None)
+        if read is None or not anchors:
+            return None if read is None else []
+        with self._guard("reading a hit's neighbours"):
+            around: list[neighbourhood.Around] = await read(scope, anchors, n, n)
+        return around
 
     def response(self, hits: list[Hit]) -> SearchMemoryResponse:
         """ADK's answer of a search: each hit a ``MemoryEntry``, best first."""

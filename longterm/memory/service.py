@@ -16,6 +16,7 @@ so a save, a search, an erase and a close each read in one module of one job.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from pydantic import PrivateAttr
@@ -172,6 +173,8 @@ class MemoryService(MemoryServiceBase, MemorySettings):
         top_k: int | None = None,
         kind: SearchKind = "all",
         min_score: float | None = None,
+        context: int = 0,
+        now: datetime | float | str | None = None,
     ) -> SearchMemoryResponse:
         """The memories of (app, user) that best match ``query``, best first.
 
@@ -180,13 +183,19 @@ class MemoryService(MemoryServiceBase, MemorySettings):
         has vectors: ``retrieval.calibration``); ``raw_score`` is the engine's own.
         ``min_score`` leaves out hits scoring under it.
 
+        ``context=N``: each hit's N turns before and after it in its session (the question with
+        the answer), in ``custom_metadata["context"]``, read from the store now; near-identical
+        hits fold into one. A time the question names ("last week", "in May 2023", "上个月")
+        favours the memories of that time, relative to ``now`` (default: the clock).
+
         ``kind`` (with facts on): ``"all"`` (default) returns matching current facts first, then
         evidence, so an agent sees what is true now before older words that may contradict it;
         ``"facts"`` or ``"evidence"`` only one kind. Superseded facts are never returned here
         (``list_facts(as_of=...)`` and ``fact_history`` read them).
         """
         scope = inputs.scope(app_name, user_id)
-        return self._searcher.response(await self.search_hits(scope, query, top_k, kind=kind, min_score=min_score))
+        hits = await self.search_hits(scope, query, top_k, kind=kind, min_score=min_score, context=context, now=now)
+        return self._searcher.response(hits)
 
     @override
     async def delete_memory(  # type: ignore[override]  # returns how many went; ADK's returns None
@@ -218,12 +227,16 @@ class MemoryService(MemoryServiceBase, MemorySettings):
         *,
         kind: SearchKind = "all",
         min_score: float | None = None,
+        context: int = 0,
+        now: datetime | float | str | None = None,
     ) -> list[Hit]:
         """The scope's best hits for ``query``, scored by the core on one scale (``score`` in
         [0, 1], ``retrieval.calibration``; the engine's own in ``extra["raw_score"]``), those
-        under ``min_score`` left out."""
+        under ``min_score`` left out; ``context`` and ``now`` as ``search_memory`` takes them."""
         k = self.top_k if top_k is None else top_k
-        return await self._searcher.hits(scope, query, k, kind=kind, min_score=min_score, rescoring=self.rescoring)
+        return await self._searcher.hits(
+            scope, query, k, kind=kind, min_score=min_score, rescoring=self.rescoring, context=context, now=now
+        )
 
     async def get_user_profile(self, user_id: str | None = None, *, app_name: str | None = None) -> str:
         """The user's current facts as a compact list, to preload into a prompt ("" when facts
