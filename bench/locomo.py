@@ -3,7 +3,7 @@
     python bench/locomo.py [--configs default fts5 ...] [--data ../shared/data/locomo/locomo-dev.json]
 
 One user per conversation, one session per LoCoMo session, one event per turn (author =
-speaker, text "speaker: text", timestamp = session date + turn index). Every question of
+speaker, text "speaker: text", timestamp = session date + turn index; a question is asked at the time of the conversation's last turn, now=). Every question of
 categories 1-4 is asked with search_memory for its user; we look where the evidence turns
 rank. hit@k: an evidence turn in the top k; full@5: all of them in the top 5; MRR: 1/rank
 of the first evidence turn within the top 50. The baseline is plain SQLite FTS5 (bm25,
@@ -138,9 +138,15 @@ def longterm_searcher(sessions: list[dict], tmp: Path, name: str, **kwargs: Any)
     loop.run_until_complete(memory.add_sessions_to_memory(sessions))
     ingest = time.perf_counter() - start
 
+    # The question's time: the conversation's last turn (a question asked at the end of it).
+    last: dict[str, float] = {}
+    for s in sessions:
+        for e in s["events"]:
+            last[s["user_id"]] = max(last.get(s["user_id"], 0.0), e["timestamp"])
+
     def search(user: str, q: str) -> list[str]:
         res = loop.run_until_complete(
-            memory.search_memory(app_name="locomo", user_id=user, query=q, top_k=SESSION_DEPTH)
+            memory.search_memory(app_name="locomo", user_id=user, query=q, top_k=SESSION_DEPTH, now=last[user])
         )
         return [m.custom_metadata["event_id"] for m in res.memories]
 
