@@ -301,9 +301,17 @@ def test_a_dropped_memory_releases_the_store_its_threads_and_files(tmp_path: Pat
     assert asyncio.run(memory.count(app_name="app", user_id="u1")) == 1
     del memory
     gc.collect()
-    assert _until(lambda: _threads_and_files(path) == (threads_before, [])), _threads_and_files(path)
+    assert _until(lambda: _released(path, threads_before)), _threads_and_files(path)
     again = _memory(path, engine)
     assert again.count_sync(app_name="app", user_id="u1") == 1
     assert again.search_memory_sync(app_name="app", user_id="u1", query="hiking").memories
     again.close_sync()
-    assert _until(lambda: _threads_and_files(path) == (threads_before, [])), _threads_and_files(path)
+    assert _until(lambda: _released(path, threads_before)), _threads_and_files(path)
+
+
+def _released(path: Path, threads_before: set[threading.Thread]) -> bool:
+    """No longterm thread beyond those alive before, and no file open under ``path``. A subset, not
+    equality: a thread of the previous test's memory, still ending when this one began, may end
+    during it (that made this test fail after [local] half of the runs)."""
+    threads, files = _threads_and_files(path)
+    return threads <= threads_before and files == []
