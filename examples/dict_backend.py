@@ -1,11 +1,13 @@
 """A storage backend in Python dicts: a TEMPLATE for writing one for your engine.
 
 Copy this file and replace the dicts with your engine's client. ``DictBackend`` subclasses
-``longterm.core.engine.Engine`` and implements only its blocking primitives; the core runs
-them on the engine's own thread, applies the deadline (``timeout``), embeds, fuses, writes
-the records and then the ledger on a save (an engine with transactions overrides ``_commit``
-to do both in one), and turns errors into ``LongTermMemoryError``s with the ``Rule``s of
-``rules`` (guide: docs/backends.md). Full text is a small BM25 over the terms of ``longterm.retrieval.text``,
+``longterm.core.engine.Engine`` and implements only its blocking primitives, with the default
+capability flags (it keeps its ledger, declares nothing else); the core runs them on the
+engine's own thread, applies the deadline (``timeout``), embeds, fuses, writes the records
+and then the ledger on a save (an engine with transactions declares ``atomic_save = True``
+and implements ``_commit`` to do both in one), and turns errors into
+``LongTermMemoryError``s with the ``Rule``s of ``rules`` (guide, with the table of flags:
+docs/backends.md). Full text is a small BM25 over the terms of ``longterm.retrieval.text``,
 which every engine shares (stemming, accent folding, CJK bigrams); there are no vectors.
 
 A store is a location (``backend_config["store"]``, else the ``LONGTERM_HOME`` directory)

@@ -148,7 +148,8 @@ class Searcher:
         hits = split_hits(rescoring.rescore(calibrate(query, found, self._fusion_weights())), kind)
         lenders = [h for h in hits[: neighbourhood.LENDERS] if not is_fact(h.record)] if kind != "facts" else []
         around = await self._neighbours(scope, [h.record for h in lenders], 1)
-        hits = neighbourhood.rerank(hits, lenders if around else [], around or [], when)
+        relevant = neighbourhood.shares_a_term(query)
+        hits = neighbourhood.rerank(hits, lenders if around else [], around or [], when, relevant=relevant)
         if min_score is not None:
             hits = [h for h in hits if h.score >= min_score]
         if not context:

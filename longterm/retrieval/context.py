@@ -6,8 +6,8 @@ them as ``lenders`` with each one's neighbours (``around[i]``: the turns just be
 ``lenders[i]``, as the engine's ``neighbours`` read them now) and the question's time window
 (``retrieval.when``), and returns the hits re-scored: the turn after a lender gains
 ``LEND_NEXT`` of its score, the turn before ``LEND_PREVIOUS`` (a neighbour that was no hit
-becomes one), and a hit inside the window ``WINDOW_BOOST`` times its score. ``fold(hits)``
-keeps one of each near-identical text.
+becomes one when it shares a term with the question), and a hit inside the window
+``WINDOW_BOOST`` times its score. ``fold(hits)`` keeps one of each near-identical text.
 
 Why at search time: the answer to a question often holds none of its words ("what did
 Caroline say when Melanie asked about the race?" - "she said it went great"), the turn before
@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..records import Hit, MemoryRecord
+from .text import index_terms, query_terms
 from .when import TimeWindow
 
 #: Share of a hit's score the turn after it gains (the answer to a question).
@@ -39,16 +40,26 @@ WINDOW_BOOST = 1.5
 Around = tuple[list[MemoryRecord], list[MemoryRecord]]
 
 
+def shares_a_term(query: str) -> Callable[[MemoryRecord], bool]:
+    """Whether a record holds at least one of ``query``'s terms (as full text looks them up)."""
+    terms = set(query_terms(query))
+    return lambda record: not terms.isdisjoint(index_terms(record.text))
+
+
 def rerank(
     hits: Sequence[Hit],
     lenders: Sequence[Hit] = (),
     around: Sequence[Around] = (),
     window: TimeWindow | None = None,
+    *,
+    relevant: Callable[[MemoryRecord], bool] = lambda record: True,
 ) -> list[Hit]:
     """``hits`` re-scored, best first: what each of ``lenders`` (some of the hits) lends its
     neighbours (``around``, one entry a lender), then ``WINDOW_BOOST`` for those inside
-    ``window``. Ranked by the sums; each reported score capped at 1 (``arms`` say what was
-    added: ``context``, ``when``). Ties keep the order they had."""
+    ``window``. A neighbour that is no hit yet becomes one only if ``relevant`` (it shares a
+    term with the question: ``shares_a_term``), so a search never returns a turn for its
+    neighbour's words alone. Ranked by the sums; each reported score capped at 1 (``arms`` say
+    what was added: ``context``, ``when``). Ties keep the order they had."""
     value = {h.record.id: h.score for h in hits}
     out = {h.record.id: h for h in hits}
     lent: dict[str, float] = {}
@@ -59,7 +70,9 @@ def rerank(
         ):
             if record is None or hit.score <= 0:
                 continue
-            if record.id not in out:  # a neighbour that matched nothing: a hit through its context only
+            if record.id not in out:  # not fetched: a hit through its context, if it is about the question
+                if not relevant(record):
+                    continue
                 out[record.id] = Hit(record=record, score=0.0)
                 value[record.id] = 0.0
             lent[record.id] = lent.get(record.id, 0.0) + share * hit.score

@@ -4,11 +4,12 @@ The seam: ``_opener.py`` workers wait for a shared start time (a barrier: the te
 it once all of them are ready), then open a store path that does not exist yet and save
 one session each; every round uses a new path. Switching a new SQLite file to WAL takes a
 lock SQLite's busy handler does not wait for, so such a race used to fail with "database
-is locked" (1 to 6 rounds in 30 before ``_sqlite.connect`` retried the open).
+is locked" (1 to 6 rounds in 30 before ``core.sqlite.connect`` retried the open).
 
-Run for the local store file, and for the side ledger in ``LONGTERM_HOME`` that a backend
-keeping no ledger of its own gets. (No built-in remote backend has side files now: each
-keeps its ledger in its store.)
+Run for the local store file, and for the ledger in ``LONGTERM_HOME`` that a backend which
+is no ``Engine`` gets from the facade. (Of the built-in engines, qdrant-edge and mem0 keep a
+side ledger file, opened the same way: inside or beside their store, and for mem0's platform
+mode in ``LONGTERM_HOME``; every other engine keeps its ledger in its store.)
 """
 
 from __future__ import annotations
