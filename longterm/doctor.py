@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from . import __version__
+from .core.capabilities import capabilities
 from .errors import BackendUnavailableError, ConfigurationError, LongTermMemoryError
 from .records import Scope
 
@@ -188,7 +189,7 @@ async def _store_checks(memory: LongTermMemory, versions: str) -> list[Check]:
                 "pass --index (the application's index=, or app_name) to examine another",
             )
         )
-    if not getattr(backend, "atomic_save", True) and memory.index in indices:
+    if not capabilities(backend).atomic_save and memory.index in indices:  # records, then the ledger
         rows.append(await _ledger_agrees(memory))
     server = await asyncio.to_thread(_server_version, backend)
     rows.append(Check("versions", "ok", versions + (f", {server}" if server else "")))
