@@ -11,6 +11,8 @@ variant: bigrams and unigrams):
   (bigrams made across them; BM25's weights alone decide what counts);
 - ``no-verb-cut``: the cut keeps function and question words but not the memory verbs
   (说过, 提到, 记得, 告诉, 推荐, 建议: the content of many real questions);
+- ``no-advice-cut``: the cut keeps all but 推荐 and 建议 (a recommendation is content: "你上次推荐的
+  那本书叫什么");
 - ``all-unigrams``: every character of the question looked up, the hundred most common too;
 - ``no-unigrams``: no single character looked up alone;
 - ``no-verb-cut+all-unigrams``: the two together;
@@ -52,6 +54,9 @@ def variant(name: str) -> Iterator[None]:
         if name in {"no-verb-cut", "no-verb-cut+all-unigrams"}:
             words = sorted(text.ZH_STOPWORDS - _VERBS, key=len, reverse=True)
             text._ZH_STOP = re.compile("|".join(words))
+        if name == "no-advice-cut":
+            words = sorted(text.ZH_STOPWORDS - {"推荐", "建议"}, key=len, reverse=True)
+            text._ZH_STOP = re.compile("|".join(words))
         if name in {"all-unigrams", "plain", "no-verb-cut+all-unigrams"}:
             text._ZH_COMMON = frozenset()
         if name == "no-unigrams":
@@ -61,7 +66,16 @@ def variant(name: str) -> Iterator[None]:
         text._ZH_STOP, text._ZH_COMMON = saved
 
 
-VARIANTS = ("as-is", "no-cut", "no-verb-cut", "all-unigrams", "no-unigrams", "plain", "no-verb-cut+all-unigrams")
+VARIANTS = (
+    "as-is",
+    "no-cut",
+    "no-verb-cut",
+    "no-advice-cut",
+    "all-unigrams",
+    "no-unigrams",
+    "plain",
+    "no-verb-cut+all-unigrams",
+)
 
 
 def main() -> None:
