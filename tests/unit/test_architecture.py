@@ -19,11 +19,6 @@ import ast
 from functools import cache
 from pathlib import Path
 
-import pytest
-
-# Issue 26 (the shape) is being carried out; this mark goes when it is done.
-pytestmark = pytest.mark.xfail(reason="issue 26 in progress", strict=False)
-
 PACKAGE = Path(__file__).resolve().parents[2] / "longterm"
 
 #: Lowest first. A module may import from its own layer and the layers below it only.
