@@ -12,6 +12,9 @@ its ``record_id``, looked up before a write, so a replay adds nothing. Ledger an
 ``SideLedger`` beside the store. Offline by default (Qdrant local mode under ``path``).
 Platform mode (``api_key``) uses ``MemoryClient`` alike, tested at the HTTP boundary only.
 
+A hit's neighbours are the core's default (``core.neighbours``): ``_page`` lists a user's memories
+in one call, which is as few as mem0's client allows (its metadata holds no session to filter by).
+
 Every index on a path shares this process's one qdrant-client of it (``qdrant.common.local_client``,
 each primitive holding its lock), released when the last memory on it closes or is dropped.
 Listing: ``_scopes`` reads (app, user) from the record each memory's metadata holds (mem0's own

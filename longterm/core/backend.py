@@ -17,6 +17,8 @@ What every backend promises:
 
 Optional hooks, looked up with ``getattr``: ``scopes()`` ((app, user, count) of every user,
 for stats and migrate), ``indices()`` (the index names of the store holding records),
+``neighbours(scope, anchors, before, after)`` (each hit's session neighbours, read from the
+store now: ``core.neighbours``; every ``Engine`` has it, a search without it has no context),
 ``from_config(config, root)`` (build from ``backend_config``; otherwise the class is called
 with ``**config``), ``store_id`` (the store's identity, for a side ledger).
 """

@@ -6,13 +6,14 @@ and implements a few **blocking primitives**: ``_open``, ``_write``, ``_fulltext
 ``_nearest``, ``_remove``, ``_count``, ``_page``, ``_scopes``, ``_indices``, ``_close``, its
 ledger and meta (``_ledger_saved``, ``_ledger_mark``, ``_meta_get``, ``_meta_set``, or a
 ``side_ledger``), and the ones its flags name (``_commit``, ``_search``, ``_unembedded`` and
-``_write_vectors``, ``_purge``). ``Engine`` turns them into the async backend contract
-(``upsert``, ``save``, ``search``, ``delete``, ``count``, ``scan``, ``close``, and the ledger's
-``saved``/``mark_saved``), composing, once for every engine, a ``Runner`` (``core.runner``:
-threads, deadlines, preparing, error translation, fork, lifetimes), an ``Embedding``
-(``core.embedding``: batches, embedding later, the embedder identity check), record size
-limits (``core.limits``) and hybrid fusion with visible degradation (a failed vector arm
-answers from full text and says so in every hit).
+``_write_vectors``, ``_purge``), and ``_session_rows`` (a default scans the scope). ``Engine``
+turns them into the async backend contract (``upsert``, ``save``, ``search``, ``delete``,
+``count``, ``scan``, ``close``, the ledger's ``saved``/``mark_saved``, and ``neighbours``, from
+its base ``core.neighbours.SessionReads``: a hit's session neighbours), composing, once for
+every engine, a ``Runner`` (``core.runner``: threads, deadlines, preparing, error translation,
+fork, lifetimes), an ``Embedding`` (``core.embedding``: batches, embedding later, the embedder
+identity check), record size limits (``core.limits``) and hybrid fusion with visible
+degradation (a failed vector arm answers from full text and says so in every hit).
 
 Why so (kombu's virtual transport is the model): five engines wrote this machinery five
 times and drifted; a primitive is small enough for a stranger to implement and test, and a
@@ -40,6 +41,7 @@ from .capabilities import Capabilities, capabilities
 from .embedding import Embedding, Store
 from .errors import Rule
 from .ledger import SideLedger
+from .neighbours import SessionReads
 from .runner import Hooks, Label, Runner
 from .saving import Saving, Writes
 from .searching import Reads, Searching
@@ -66,7 +68,7 @@ class Query:
     terms: list[str]
 
 
-class Engine:
+class Engine(SessionReads):
     """Base of every built-in engine; see the module docstring for the division of work."""
 
     name: ClassVar[str] = ""

@@ -467,3 +467,42 @@ async def test_purge_rewrites_the_aof_so_erased_words_leave_the_files(tmp_path: 
         await again.close()
     finally:
         server.stop()
+
+
+async def test_a_store_written_before_session_tags_gets_them_once_and_reads_neighbours(redis_cfg: dict):
+    """A store as the previous release left it (an index without the ``session`` field, records
+    without their tags, ``ns meta`` not noting them): opened, every record is tagged once, and a
+    session of 2,500 turns (three pages of its query) reads its neighbours; the note is kept."""
+    from longterm.backends.redis.scripts import INDEX_ON, SCHEMA, SESSION_FIELD
+    from longterm.backends.redis.upgrade import SESSIONS_KEY
+    from longterm.records import MemoryRecord, Scope, record_id
+
+    def turn(sid: str, i: int) -> MemoryRecord:
+        rid = record_id("app", "u1", sid, f"e{i:04}")
+        return MemoryRecord(id=rid, app_name="app", user_id="u1", session_id=sid, event_id=f"e{i:04}", text=f"t{i}")
+
+    old = RedisBackend(**redis_cfg)
+    await old.upsert([turn("long", i).model_copy(update={"timestamp": float(i)}) for i in range(2500)])
+    await old.upsert([turn("short", i) for i in range(3)])
+    r, ns, index = old._r, old.ns, old.index_name
+    r.execute_command("FT.DROPINDEX", index)  # the records stay
+    old_schema = SCHEMA[: len(SCHEMA) - len(SESSION_FIELD)]
+    r.execute_command("FT.CREATE", index, *INDEX_ON, ns + "m:", *old_schema)
+    for key in r.scan_iter(match=ns + "m:*", count=1000):
+        r.hdel(key, "session")
+    r.hdel(ns + "meta", SESSIONS_KEY)
+    await old.close()
+
+    store = RedisBackend(**redis_cfg)
+    scope = Scope(app_name="app", user_id="u1")
+    anchors = [turn("long", 0), turn("long", 1700), turn("long", 2499), turn("short", 1)]
+    got = await store.neighbours(scope, anchors, 2, 2)
+    assert [([b.event_id for b in before], [a.event_id for a in after]) for before, after in got] == [
+        ([], ["e0001", "e0002"]),
+        (["e1698", "e1699"], ["e1701", "e1702"]),
+        (["e2497", "e2498"], []),
+        (["e0000"], ["e0002"]),
+    ]
+    assert r.hget(ns + "meta", SESSIONS_KEY) == b"1"
+    assert all(r.hexists(key, "session") for key in r.scan_iter(match=ns + "m:*", count=1000))
+    await store.close()

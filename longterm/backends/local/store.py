@@ -1,8 +1,9 @@
 """The embedded default engine: one SQLite file, FTS5 BM25, no service, no API key.
 
-The seam: ``LocalBackend(path)`` implements the engine primitives (``core.engine``) over one
-SQLite file that holds the records, their vectors (``vectors.py``) and the ledger, written
-in the same transaction as the records: one file is the whole memory, and a save lands whole.
+The seam: ``LocalBackend(path)`` implements the engine primitives (``core.engine``; a hit's
+neighbours in ``sessions.py``) over one SQLite file that holds the records, their vectors
+(``vectors.py``) and the ledger, written in the same transaction as the records: one file is
+the whole memory, and a save lands whole.
 
 Why so, in short (at length in docs/backends.md, "local"): the scope's id is in every
 statement's WHERE clause and a token in the FTS5 index, so a search intersects the query's
@@ -46,6 +47,7 @@ from ...core.sqlite import BUSY_TIMEOUT_MS, SQLITE_RULES, connect, hold_locks_af
 from ...records import Hit, MemoryRecord, Scope
 from . import schema as sql
 from .rows import match, survivors, to_record, to_row
+from .sessions import LocalSessions
 from .upgrade import local_v1
 
 if TYPE_CHECKING:
@@ -69,7 +71,7 @@ SLOW_READ = "Another process may hold the file locked while its schema is made; 
 _INHERITED: list[sqlite3.Connection] = []
 
 
-class LocalBackend(Engine):
+class LocalBackend(LocalSessions, Engine):
     name: ClassVar[str] = "local"
     unreachable: ClassVar[str] = "Check the path and its permissions."
     rules: ClassVar[Sequence[Rule]] = SQLITE_RULES

@@ -25,6 +25,7 @@ from ...config.backends import OpenSearchConfig, resolve_auth, resolve_hosts
 from ...core.aliases import Records, Vectors
 from ...core.engine import Engine, Query
 from ...core.errors import Rule
+from ...core.neighbours import Sessions, scan_sessions
 from ...core.scope import scope_key
 from ...core.selection import Page
 from ...errors import BackendUnavailableError, ConfigurationError, InvalidInputError, require
@@ -249,12 +250,22 @@ class OpenSearchBackend(Engine):
 
     @override
     def _page(self, scope: Scope, cursor: Any, size: int) -> Page:
-        body = {"size": size, "query": self._scope(scope), "sort": [{"timestamp": "asc"}, {"record_id": "asc"}]}
+        return self._sorted(self._scope(scope), cursor, size)
+
+    def _sorted(self, query: dict[str, Any], cursor: Any, size: int) -> Page:
+        """A page of ``query``'s records by (time, id) after ``cursor`` (None: the start), and the next."""
+        body = {"size": size, "query": query, "sort": [{"timestamp": "asc"}, {"record_id": "asc"}]}
         if cursor is not None:
             body["search_after"] = cursor
         hits = self._hits(self.index, {**body, "_source": ["doc"]})
         records = [MemoryRecord.model_validate(h["_source"]["doc"]) for h in hits]
         return records, (hits[-1]["sort"] if len(hits) == size else None)
+
+    @override
+    def _session_rows(self, scope: Scope, session_ids: Sequence[str]) -> Sessions:
+        """One search of the scope's records of ``session_ids`` (a ``terms`` filter), paged when larger."""
+        only = {"terms": {"session_id": list(session_ids)}}
+        return scan_sessions(lambda s, at, n: self._sorted(self._scope(s, only), at, n), scope, session_ids)
 
     @override
     def _ledger_saved(self, scope: Scope, session_id: str) -> set[str]:
@@ -328,11 +339,8 @@ class OpenSearchBackend(Engine):
         for physical, value in mappings.items():
             mapping = value.get("mappings", {})
             meta, props = mapping.get("_meta", {}), mapping.get("properties", {})
-            if (
-                "record_id" not in props
-                or "doc" not in props
-                or meta.get(PREFIX_META, self.cfg.prefix) != self.cfg.prefix
-            ):
+            ours = "record_id" in props and "doc" in props and meta.get(PREFIX_META, self.cfg.prefix) == self.cfg.prefix
+            if not ours:
                 continue  # not a longterm data index, or one of a longer prefix
             names[physical] = str(meta.get(INDEX_META) or physical[len(head) :])
         if not names:

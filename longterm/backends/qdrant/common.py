@@ -40,6 +40,7 @@ from ...core.aliases import Records, Vectors
 from ...core.engine import Engine, Query
 from ...core.errors import Rule
 from ...core.fork import keep
+from ...core.neighbours import SCAN_PAGE, Sessions, by_session
 from ...core.scope import safe_name
 from ...core.selection import Page
 from ...errors import BackendError, BackendUnavailableError, ConfigurationError, require
@@ -265,11 +266,20 @@ class QdrantEngine(Engine):
 
     # -- primitives --------------------------------------------------------------------------
 
-    def _filter(self, scope: Scope, ids: Sequence[str] | None = None, session_id: str | None = None) -> Any:
+    def _filter(
+        self,
+        scope: Scope,
+        ids: Sequence[str] | None = None,
+        session_id: str | None = None,
+        sessions: Sequence[str] | None = None,
+    ) -> Any:
+        """The scope's points (of ``ids``, of ``session_id``, of any of ``sessions``), as a payload filter."""
         lib, fields = self._lib, {"app_name": scope.app_name, "user_id": scope.user_id, "session_id": session_id}
         must = [lib.FieldCondition(key=k, match=lib.MatchValue(value=v)) for k, v in fields.items() if v is not None]
         if ids is not None:
             must.append(self._has_id([point_id(i) for i in ids]))
+        if sessions is not None:
+            must.append(lib.FieldCondition(key="session_id", match=lib.MatchAny(any=list(sessions))))
         return lib.Filter(must=must)
 
     def _sparse(self, text: str, query: bool = False) -> Any:
@@ -320,6 +330,17 @@ class QdrantEngine(Engine):
     def _page(self, scope: Scope, cursor: Any, size: int) -> Page:
         points, cursor = self._scroll(self._filter(scope), cursor, size)
         return [to_record(p.payload) for p in points], cursor
+
+    @override
+    def _session_rows(self, scope: Scope, session_ids: Sequence[str]) -> Sessions:
+        """One scroll of the scope's points of ``session_ids`` (a ``MatchAny`` on their session), paged when larger."""
+        flt, cursor = self._filter(scope, sessions=session_ids), None
+        found: list[MemoryRecord] = []
+        while True:
+            points, cursor = self._scroll(flt, cursor, SCAN_PAGE)
+            found += [to_record(p.payload) for p in points]
+            if cursor is None:
+                return by_session(r for r in found if r.session_id in session_ids)
 
     @override
     def _scopes(self) -> list[tuple[str, str, int]]:

@@ -5,7 +5,8 @@ The seam: ``RedisBackend`` implements the engine primitives (``core.engine``) ov
 per memory, used from the core's ``max_connections`` worker threads within ``socket_timeout``.
 
 Why so, in short (key layout and the longer story: docs/backends.md, "redis"): the scope is a
-TAG (a hex digest) and terms are escaped, so no id or user text is query syntax;
+TAG (a hex digest) and terms are escaped, so no id or user text is query syntax (a record's
+session is a TAG digest too: a hit's neighbours are one query, ``scripts.session_records``);
 full text ranks as local's (our terms, NOSTEM, BM25STD); a save is one Lua call per ``SCRIPT_BATCH``
 records with its ledger marks (leaving out events the ledger holds), an erase one per batch: each whole.
 With ``sentinels`` the client follows the primary Sentinel names; ``wait_replicas`` makes each save's
@@ -27,6 +28,7 @@ from ...config.backends import RedisConfig, resolve_url
 from ...core.aliases import Ids, Records, Vectors
 from ...core.engine import Engine, Query
 from ...core.errors import Rule
+from ...core.neighbours import Sessions, by_session
 from ...core.scope import scope_key
 from ...core.selection import Page
 from ...errors import BackendError, BackendUnavailableError, ConfigurationError, require
@@ -50,8 +52,10 @@ from .scripts import (
     escape,
     hits,
     namespace,
+    session_records,
+    session_tag,
 )
-from .upgrade import redis_v1
+from .upgrade import redis_sessions, redis_v1
 
 if TYPE_CHECKING:
     import numpy as np
@@ -148,12 +152,16 @@ class RedisBackend(Engine):
     def _open(self) -> None:
         vector = () if self.embedder is None else (*VECTOR, self.embedder.dim)
         try:
-            self._r.execute_command("FT.CREATE", self.index_name, *INDEX_ON, self.ns + "m:", *SCHEMA, *vector)
+            made = bool(
+                self._r.execute_command("FT.CREATE", self.index_name, *INDEX_ON, self.ns + "m:", *SCHEMA, *vector)
+            )
         except Exception as exc:
             if "already exists" not in str(exc).lower():
                 raise
-        redis_v1(self._r, self.ns)
+            made = False
+        upgraded = redis_v1(self._r, self.ns)
         self._r.hsetnx(self.ns + "meta", INDEX_KEY, self.index)  # the name ``_indices`` reports
+        redis_sessions(self._r, self.ns, self.index_name, empty=made and not upgraded)
 
     @override
     def _meta_get(self, key: str) -> str | None:
@@ -197,7 +205,8 @@ class RedisBackend(Engine):
                     rec = records[i]
                     keys.append(f"{self.ns}m:{rec.id}")
                     doc = rec.model_dump_json(exclude={"content"} if rec.text_only_content() else None)
-                    args += (rec.event_id, doc, " ".join(index_terms(rec.text)), repr(rec.timestamp))
+                    terms, session = " ".join(index_terms(rec.text)), session_tag(rec.session_id)
+                    args += (rec.event_id, doc, terms, repr(rec.timestamp), session)
                     if vecs is not None:
                         args.append(vecs[i].tobytes())
             if len(keys) > 2 or now:
@@ -232,6 +241,12 @@ class RedisBackend(Engine):
         q = f"(@scope:{{{self._tag(scope.app_name, scope.user_id)}}})=>[KNN {k} @embedding $vec AS vscore]"
         vec = vector.astype("float32").tobytes()
         return hits(self._r.execute_command("FT.SEARCH", self.index_name, q, "PARAMS", 2, "vec", vec, *KNN_QUERY, k))
+
+    @override
+    def _session_rows(self, scope: Scope, session_ids: Sequence[str]) -> Sessions:
+        return by_session(
+            session_records(self._r, self.index_name, self._tag(scope.app_name, scope.user_id), session_ids)
+        )
 
     @override
     def _remove(self, scope: Scope, ids: Sequence[str] | None, session_id: str | None) -> int:

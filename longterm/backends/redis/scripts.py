@@ -10,9 +10,10 @@ only calls them.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
-from ...core.scope import safe_name
+from ...core.scope import safe_name, scope_key
 from ...records import MemoryRecord, parse_record
 
 START_HINT = "Run Redis Stack (image redis/redis-stack-server), or start redis-server with --loadmodule redisearch.so."
@@ -24,10 +25,16 @@ SCRIPT_BATCH = 1000
 ERASE_BATCH = 500
 #: FT.CREATE and FT.SEARCH arguments: the key prefix follows ``INDEX_ON``, the dim ``VECTOR``, the top k a query's.
 INDEX_ON = ("ON", "HASH", "STOPWORDS", 0, "PREFIX", 1)
-SCHEMA = ("SCHEMA", "terms", "TEXT", "NOSTEM", "scope", "TAG", "timestamp", "NUMERIC", "SORTABLE")
+#: Each record's session as a TAG (a digest: ``session_tag``), so one query finds a session's records.
+SESSION_FIELD = ("session", "TAG")
+SCHEMA = ("SCHEMA", "terms", "TEXT", "NOSTEM", "scope", "TAG", "timestamp", "NUMERIC", "SORTABLE", *SESSION_FIELD)
 VECTOR = ("embedding", "VECTOR", "HNSW", 6, "TYPE", "FLOAT32", "DISTANCE_METRIC", "COSINE", "DIM")
 TEXT_QUERY = ("WITHSCORES", "SCORER", "BM25STD", "RETURN", 1, "doc", "DIALECT", 2, "LIMIT", 0)
 KNN_QUERY = ("SORTBY", "vscore", "RETURN", 2, "doc", "vscore", "DIALECT", 2, "LIMIT", 0)
+#: A session query's arguments after its PARAMS (``session_records``), then the offset and the page size.
+SESSION_QUERY = ("SORTBY", "timestamp", "ASC", "RETURN", 1, "doc", "DIALECT", 2, "LIMIT")
+#: Records per page of a session query (one page, one round trip, holds most sessions' records).
+SESSION_PAGE = 1000
 #: Field of ``ns meta`` holding the index name as the caller gave it (keys hold ``safe_name``'s).
 INDEX_KEY = "index"
 #: What RediSearch says of a missing index (FT.SEARCH, FT.INFO), and ``SAVE`` of a missing ``ns meta``.
@@ -35,7 +42,7 @@ NO_INDEX = ("no such index", "unknown index")
 #: KEYS: ``ns meta``, the session's ledger set (or ``ns meta``), then per scope its set key and its record keys.
 #: ARGV: 1 if records carry a vector, 1 to leave out events the ledger holds, the number of event ids to mark
 #: and those ids, then per scope its tag and record count, then per record its event id, doc, terms,
-#: timestamp [and embedding]. Leaving out inside the script: no erase can slip between a check and a write.
+#: timestamp, session tag [and embedding]. Leaving out inside the script: no erase can slip between a check and a write.
 SAVE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('no such index: the store is not prepared') end
 local function sadd(key, list, from, to)
@@ -48,11 +55,12 @@ while k <= #KEYS do
   a = a + 2
   for i = k + 1, k + count do
     if not (new and redis.call('SISMEMBER', KEYS[2], ARGV[a]) == 1) then
-      redis.call('HSET', KEYS[i], 'doc', ARGV[a + 1], 'terms', ARGV[a + 2], 'scope', tag, 'timestamp', ARGV[a + 3])
-      if vec then redis.call('HSET', KEYS[i], 'embedding', ARGV[a + 4]) end
+      redis.call('HSET', KEYS[i], 'doc', ARGV[a + 1], 'terms', ARGV[a + 2], 'scope', tag, 'timestamp', ARGV[a + 3],
+        'session', ARGV[a + 4])
+      if vec then redis.call('HSET', KEYS[i], 'embedding', ARGV[a + 5]) end
       kept[#kept + 1] = KEYS[i]
     end
-    a = a + (vec and 5 or 4)
+    a = a + (vec and 6 or 5)
   end
   if #kept > 0 then sadd(KEYS[k], kept, 1, #kept) end
   k = k + count + 1
@@ -90,6 +98,28 @@ def hits(reply: list[Any], bm25: bool = False) -> list[tuple[MemoryRecord, float
         score = float(reply[i + 1]) if bm25 else 1 - float(d[b"vscore"])
         out.append((parse_record(d[b"doc"]), score))
     return out
+
+
+def session_tag(session_id: str) -> str:
+    """A record's ``session`` TAG: a digest (a session id may hold any character, a TAG separator too)."""
+    return scope_key("session", session_id)
+
+
+def session_records(r: Any, index: str, scope_tag: str, session_ids: Sequence[str]) -> list[MemoryRecord]:
+    """The records of ``session_ids`` in scope ``scope_tag``: one ``FT.SEARCH`` by their ``session``
+    tags (every tag a parameter: nothing of an id is query syntax), a page of ``SESSION_PAGE`` at a
+    time, one round trip for most; only records of those sessions (never trust a digest)."""
+    names = [f"q{i}" for i in range(len(session_ids))]
+    query = f"@scope:{{$s}} @session:{{{' | '.join('$' + n for n in names)}}}"
+    values = [v for n, sid in zip(names, session_ids, strict=True) for v in (n, session_tag(sid))]
+    params = ("PARAMS", 2 + len(values), "s", scope_tag, *values)
+    found: list[MemoryRecord] = []
+    while True:
+        reply = r.execute_command("FT.SEARCH", index, query, *params, *SESSION_QUERY, len(found), SESSION_PAGE)
+        page = [parse_record(dict(zip(*[iter(fields)] * 2, strict=True))[b"doc"]) for fields in reply[2::2]]
+        found += page
+        if len(page) < SESSION_PAGE:
+            return [rec for rec in found if rec.session_id in session_ids]
 
 
 #: One key segment: what an index name becomes in a key.

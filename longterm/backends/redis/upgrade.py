@@ -1,9 +1,14 @@
-"""A Redis store written by longterm 0.1, moved to the current layout when it is opened.
+"""A Redis store written by an earlier longterm, moved to the current layout when it is opened.
 
 The seam: ``RedisBackend._open`` calls ``redis_v1(client, ns)``: where the namespace still
 has the index of 0.1 (``ns idx``, where RediSearch stemmed the text), every record is indexed
 again by our terms, then that index is dropped; safe against another process doing the same
-(the terms are the same).
+(the terms are the same). Then ``redis_sessions(client, ns, index, empty=...)``: a store whose
+records carry no ``session`` TAG yet (written before a hit's neighbours were read by session)
+gets the field in its index (``FT.ALTER``) and every record its tag, once (``SESSIONS_KEY`` in
+``ns meta`` says it is done); a store just made empty only notes it. A process of the earlier
+release still saving into the store meanwhile writes records without the tag: a search finds
+them, only no neighbours are read around them.
 
 Why apart from the engine: an upgrade reads a layout the engine writes no more, and goes
 when that version is no longer supported.
@@ -13,9 +18,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ...retrieval.text import index_terms
+from .scripts import SESSION_FIELD, session_tag
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -24,22 +31,53 @@ if TYPE_CHECKING:
 REDIS_RETERM = """
 for i, k in ipairs(KEYS) do if redis.call('EXISTS', k) == 1 then redis.call('HSET', k, 'terms', ARGV[i]) end end
 """
+#: KEYS: record keys; ARGV: their session tags. Sets them on the records that still exist.
+REDIS_SESSIONS = """
+for i, k in ipairs(KEYS) do if redis.call('EXISTS', k) == 1 then redis.call('HSET', k, 'session', ARGV[i]) end end
+"""
 #: Records re-indexed per script call.
 REDIS_BATCH = 500
+#: The field of ``ns meta`` saying every record carries its session tag.
+SESSIONS_KEY = "sessions"
 
 
-def redis_v1(r: Redis, ns: str) -> None:
-    """Index every record by our terms, then drop ``ns idx``: the index of 0.1, where RediSearch stemmed the text."""
+def redis_v1(r: Redis, ns: str) -> bool:
+    """Index every record by our terms, then drop ``ns idx``: the index of 0.1, where RediSearch stemmed
+    the text. Whether there was one."""
     if (old := f"{ns}idx".encode()) not in r.execute_command("FT._LIST"):
-        return
+        return False
     reterm = r.register_script(REDIS_RETERM)
+    for batch, docs in _records(r, ns):
+        found = [(key, json.loads(doc)["text"]) for key, doc in zip(batch, docs, strict=True) if doc is not None]
+        reterm(keys=[key for key, _ in found], args=[" ".join(index_terms(text)) for _, text in found])
+    r.execute_command("FT.DROPINDEX", old)
+    return True
+
+
+def redis_sessions(r: Redis, ns: str, index: str, *, empty: bool) -> None:
+    """Every record of ``ns`` tagged with its session (``SESSION_FIELD``) and the index told of the
+    field, unless ``ns meta`` says it was done; with ``empty`` (a store just made) only noted."""
+    if r.hget(f"{ns}meta", SESSIONS_KEY) is not None:
+        return
+    if not empty:
+        try:
+            r.execute_command("FT.ALTER", index, "SCHEMA", "ADD", *SESSION_FIELD)
+        except Exception as exc:  # made with the field (a fresh index over 0.1's records), or by another process
+            if "duplicate" not in str(exc).lower():
+                raise
+        tag = r.register_script(REDIS_SESSIONS)
+        for batch, docs in _records(r, ns):
+            found = [(key, json.loads(doc)["session_id"]) for key, doc in zip(batch, docs, strict=True) if doc]
+            tag(keys=[key for key, _ in found], args=[session_tag(sid) for _, sid in found])
+    r.hset(f"{ns}meta", SESSIONS_KEY, "1")
+
+
+def _records(r: Redis, ns: str) -> Iterator[tuple[list[bytes], list[bytes | None]]]:
+    """Every record key of ``ns`` and its ``doc``, ``REDIS_BATCH`` at a time (one round trip each)."""
     keys = list(r.scan_iter(match=re.sub(r"([\\*?[\]])", r"\\\1", ns) + "m:*", count=1000))
     for i in range(0, len(keys), REDIS_BATCH):
         batch = keys[i : i + REDIS_BATCH]
         with r.pipeline(transaction=False) as pipe:
             for key in batch:
                 pipe.hget(key, "doc")
-            docs = pipe.execute()
-        found = [(key, json.loads(doc)["text"]) for key, doc in zip(batch, docs, strict=True) if doc is not None]
-        reterm(keys=[key for key, _ in found], args=[" ".join(index_terms(text)) for _, text in found])
-    r.execute_command("FT.DROPINDEX", old)
+            yield batch, pipe.execute()

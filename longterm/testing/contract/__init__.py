@@ -21,7 +21,9 @@ class attribute ``processes = False`` for a store that lives in one process's me
 two-writers test then runs the writers as two memories in two threads).
 
 ``ContractSuite`` is the whole contract: the mixins by behaviour, ``Saving``, ``Isolation``,
-``Erasing``, ``Durability``, ``Text``, ``Concurrency`` and ``Inputs``, over ``Fixtures``. A
+``Erasing``, ``Durability``, ``Text``, ``Context`` (a hit's session neighbours),
+``SearchContext`` (search_memory's context=, the time in a question, an erased turn's words),
+``Concurrency`` and ``Inputs``, over ``Fixtures``. A
 suite that proves part of it composes the parts it wants, the fixtures last::
 
     class TestMyBackendSaves(Saving, Isolation, Fixtures): ...
@@ -39,20 +41,24 @@ subclass over many backends, as longterm's own ``tests/contract`` does.
 from __future__ import annotations
 
 from .concurrency import FRUITS, Concurrency
+from .context import Context
 from .durability import Durability
 from .erasing import Erasing
 from .fixtures import HANG_LIMIT, Fixtures, hit_parts, in_threads, memories, search_texts
 from .inputs import SHAPES, Inputs
 from .isolation import HOSTILE_IDS, HOSTILE_QUERIES, Isolation
 from .saving import Saving
+from .search_context import SearchContext
 from .text import Text
 
 
-class ContractSuite(Concurrency, Text, Durability, Erasing, Isolation, Saving, Inputs, Fixtures):
+class ContractSuite(
+    Concurrency, SearchContext, Context, Text, Durability, Erasing, Isolation, Saving, Inputs, Fixtures
+):
     """The contract: subclass it and provide ``backend_name`` and ``backend_config`` (module docstring).
 
     pytest runs the tests of a class's bases from the last base to the first: listed so, they
-    run inputs first, then saving, isolation, erasing, durability, text and concurrency."""
+    run inputs first, then saving, isolation, erasing, durability, text, context and concurrency."""
 
 
 __all__ = [
@@ -62,6 +68,8 @@ __all__ = [
     "HOSTILE_QUERIES",
     "SHAPES",
     "Concurrency",
+    "Context",
+    "SearchContext",
     "ContractSuite",
     "Durability",
     "Erasing",
