@@ -4,8 +4,9 @@ The seam: ``home()`` is the directory longterm writes to by default (made by
 ``private_dir``, owner-only, when a store first needs it), and
 ``parse_backend_config(Model, config, backend)`` validates a backend's ``backend_config``
 dict into its pydantic model, with errors that name the offending key. Each backend's
-model (its keys, defaults and environment variables) is in ``config.backends``, apart from
-the engine, so an engine module holds its primitives only.
+model (its keys, defaults and environment variables) is in ``config.backends`` (the default
+engine's in ``config.local``, re-exported there), apart from the engine, so an engine module
+holds its primitives only.
 """
 
 from __future__ import annotations

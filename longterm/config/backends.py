@@ -3,7 +3,10 @@
 The seam: one pydantic model per engine (``LocalConfig``, ``RedisConfig``, ...), validated
 by ``config.parse_backend_config``; an engine's ``from_config`` reads its
 model and builds itself. The ``resolve_*`` functions give the environment's values where
-the config leaves them out, VeADK's ``DATABASE_*`` variables included.
+the config leaves them out, VeADK's ``DATABASE_*`` variables included. The default engine's
+model lives in ``config.local`` (re-exported here), so a process that opens only the local
+store need not load the others' (``HybridSettings``' ``defer_build``: none is built before it
+validates).
 
 Why apart from the engines: a config's keys and where their defaults come from are what a
 user reads and what docs and errors name; the engine modules keep only primitives, and
@@ -20,26 +23,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from . import env
 from .hybrid import HybridSettings
+from .local import LOCAL_MAX_RECORD_BYTES, LocalConfig
 
-#: Largest record the local store accepts (text plus content, UTF-8 bytes).
-LOCAL_MAX_RECORD_BYTES = 16 * 1024 * 1024
 #: Largest event text mem0 accepts: it finds memories by one embedding each, and a vector of
 #: a whole book finds nothing, so larger events are refused with a clear error instead.
 MEM0_MAX_RECORD_BYTES = 64 * 1024
-
-
-class LocalConfig(HybridSettings):
-    model_config = ConfigDict(extra="forbid")
-
-    path: str | None = None
-    """SQLite file; default ``$LONGTERM_LOCAL_PATH`` or ``<LONGTERM_HOME>/memory.db``."""
-    index: str = "default_app"
-    max_record_bytes: int = Field(LOCAL_MAX_RECORD_BYTES, ge=1)
-    embed_later: bool = False
-    """Save text only and embed in the background (see ``core.embedding``)."""
-    timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
-    """Seconds a call may wait (for another process's write lock, say); None: reads 30 s, writes
-    as long as SQLite's busy timeout (30 s)."""
 
 
 class RedisConfig(HybridSettings):
@@ -162,7 +150,7 @@ def resolve_qdrant_url(cfg: QdrantConfig) -> str | None:
 
 
 class Mem0Config(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built when mem0 is chosen (HybridSettings)
 
     infer: bool = False
     """True: mem0's LLM extracts facts from each saved event. False: store events verbatim."""
@@ -207,3 +195,18 @@ class Mem0Config(BaseModel):
                 value = {**mine, **value, "config": {**mine["config"], **value.get("config", {})}}
             base[key] = value
         return base
+
+
+__all__ = [
+    "LOCAL_MAX_RECORD_BYTES",
+    "MEM0_MAX_RECORD_BYTES",
+    "LocalConfig",
+    "Mem0Config",
+    "OpenSearchConfig",
+    "QdrantConfig",
+    "RedisConfig",
+    "resolve_auth",
+    "resolve_hosts",
+    "resolve_qdrant_url",
+    "resolve_url",
+]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
     from ..retrieval.embedders import Embedder
@@ -35,7 +35,12 @@ class HybridOptions(TypedDict, total=False):
 
 
 class HybridSettings(BaseModel):
-    """Fields every backend config with vectors accepts."""
+    """Fields every backend config with vectors accepts.
+
+    ``defer_build``, inherited by every engine's config: a model's validator is built when it
+    first validates, so a process pays for the one engine it opens, not for all of them."""
+
+    model_config = ConfigDict(defer_build=True)
 
     embedder: Any = None  # pydantic validates no Protocol: str, dict or an Embedder, as HybridOptions says
     """An embedder (name, dict or instance): search then fuses full text and vectors."""

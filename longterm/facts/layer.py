@@ -14,6 +14,11 @@ and the queue with its retries; the ``Distiller`` (``distill``) turns evidence i
 ``reading`` reads facts from the store; ``Maintenance`` (``maintenance``) consolidates and
 rebuilds. This class only wires them and says which runs where: distilling, erasing and
 maintenance on the worker's loop (maintenance while no batch runs), reads on the caller's.
+
+Why those rooms are imported when a layer is built, not with this module: the facade names
+``FactLayer`` whether or not facts are on, and facts are opt-in; a memory without a model
+configured never builds one, so it never loads the distiller, the erasure marks,
+maintenance or the worker.
 """
 
 from __future__ import annotations
@@ -24,16 +29,17 @@ from ..core.backend import Backend
 from ..core.ledger import Ledger
 from ..records import MemoryRecord, Scope
 from . import reading
-from .distill import Distiller
-from .erasure import Erasures
 from .llm import ChatModel, FactsConfig
-from .maintenance import Maintenance
 from .model import Fact, is_fact
-from .worker import Worker
 
 
 class FactLayer:
     def __init__(self, backend: Backend, ledger: Ledger, config: FactsConfig, model: ChatModel | None = None) -> None:
+        from .distill import Distiller  # the layer's machinery: loaded once facts are on (module docstring)
+        from .erasure import Erasures
+        from .maintenance import Maintenance
+        from .worker import Worker
+
         self.backend = backend
         self.ledger = ledger
         self.config = config

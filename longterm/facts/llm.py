@@ -79,9 +79,10 @@ Return JSON only: {"merges": [{"keep": ref, "drop": ref}]}: "drop" is a duplicat
 
 class FactsConfig(BaseModel):
     """Where the fact layer's model is, and how it is used. ``LongTermMemory(facts=...)``
-    takes this, a dict of its fields, or None: then the ``LONGTERM_FACTS_*`` variables."""
+    takes this, a dict of its fields, or None: then the ``LONGTERM_FACTS_*`` variables.
+    Built when it first validates (facts are opt-in: most memories never make one)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     base_url: str
     """OpenAI-compatible API base, e.g. ``https://api.openai.com/v1`` (``/chat/completions`` is appended)."""

@@ -134,17 +134,23 @@ def _day_window(now: datetime, month: int, day: int, year: int | None) -> tuple[
     return start, start + timedelta(days=1)
 
 
+def _month(m: re.Match[str]) -> int:
+    """The number of the month ``m`` names; 0 for a word ``re.I`` matched only by folding a letter
+    that is none of the name's (``Aprıl``'s dotless i, ``ſept``'s long s): it names no month."""
+    return _MONTHS.get(m["month"].lower(), 0)
+
+
 def _absolute(query: str, now: datetime) -> tuple[tuple[datetime, datetime], str] | None:
     found: list[tuple[tuple[datetime, datetime], str]] = []
     for pattern in (_EN_DAY_MONTH, _EN_MONTH_DAY):
         for m in pattern.finditer(query):
             year = int(m["year"]) if m["year"] else None
-            w = _day_window(now, _MONTHS[m["month"].lower()], int(m["day"]), year)
+            w = _day_window(now, _month(m), int(m["day"]), year)
             if w:
                 found.append((w, m[0]))
     if not found:
         for m in _EN_MONTH_YEAR.finditer(query):
-            w = _month_window(now, _MONTHS[m["month"].lower()], int(m["year"]))
+            w = _month_window(now, _month(m), int(m["year"]))
             if w:
                 found.append((w, m[0]))
     if not found:
@@ -159,7 +165,7 @@ def _absolute(query: str, now: datetime) -> tuple[tuple[datetime, datetime], str
                 found.append((w, m[0].strip()))
     if not found:
         for m in _EN_MONTH.finditer(query):
-            month = _MONTHS[m["month"].lower()]
+            month = _month(m)
             w = _month_window(now, month, None)
             if w and m[0].lower().startswith("last ") and w[1] > now:  # this one is still running
                 w = _month_window(now, month, w[0].year - 1)

@@ -50,7 +50,7 @@ from .timestamps import parse_timestamp
 class Part(BaseModel):
     """One part of a message, with ADK's (google.genai) field names. Unknown fields are kept."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)  # validated inside Event's validator
 
     text: str | None = None
     thought: bool | None = None
@@ -140,7 +140,7 @@ class Event(BaseModel):
 class Session(BaseModel):
     """A conversation: the events of one user with one app."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)  # a caller's own; saves read sessions unvalidated
 
     id: str
     app_name: str

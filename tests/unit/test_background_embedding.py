@@ -55,8 +55,11 @@ async def _save_while_busy(memory: LongTermMemory, embedder: Synonyms, session: 
 
 
 async def _arms(memory: LongTermMemory, query: str) -> list[tuple[str, set[str]]]:
+    """Each hit's text and the search arms that found it (not what re-ranking added: the score a
+    session neighbour lent, ``context``, or a time window's, ``when``)."""
     res = await memory.search_memory(app_name="app", user_id="u1", query=query)
-    return [(m.content.parts[0].text, set(m.custom_metadata["arms"])) for m in res.memories]
+    added = {"context", "when"}
+    return [(m.content.parts[0].text, set(m.custom_metadata["arms"]) - added) for m in res.memories]
 
 
 async def test_a_save_returns_while_the_model_works_and_its_text_is_found_at_once(tmp_path: Path):

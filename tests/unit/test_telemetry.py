@@ -27,6 +27,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from longterm import LongTermMemory, telemetry
 from longterm.backends.local import LocalBackend
 from longterm.integrations.adk import Agent, Runner
+from longterm.telemetry import providers
 from longterm.testing.scripted_llm import ScriptedLlm
 from tests.unit.test_adk_agent import APP as ADK_APP
 from tests.unit.test_adk_agent import say, tool_output
@@ -199,7 +200,8 @@ def test_backlog_gauges_report_what_is_registered(otel: Otel) -> None:
 
 
 def test_without_the_api_the_decorators_are_the_functions(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(telemetry, "_trace", None)
+    monkeypatch.setattr(providers, "_API", False)
+    monkeypatch.setattr(providers, "_trace", None)
 
     async def fn(self: Any) -> int:
         return 1
