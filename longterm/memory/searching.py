@@ -42,7 +42,7 @@ MAX_QUERY_CHARS = 16_384
 RESERVED_METADATA = frozenset(
     {"session_id", "event_id", "score", "raw_score", "backend", "role", "event_types", "arms", "degraded"}
     | {"relevance", "recency", "backend_score"}  # rescoring's parts (``importance`` is the user's input)
-    | {"context", "folded"}
+    | {"context", "folded", "lent", "when"}  # what re-ranking added (``retrieval.context``)
 )
 #: The arms' weights of a store whose hybrid names none.
 DEFAULT_WEIGHTS = {"fulltext": 0.7, "vector": 0.3}
@@ -145,11 +145,15 @@ class Searcher:
         fetch = fetch_size(k, rescoring, self.parts.facts is not None)
         with self._guard("searching memories"):
             found = await self.parts.backend.search(scope, query, fetch)
-        hits = split_hits(rescoring.rescore(calibrate(query, found, self._fusion_weights())), kind)
-        lenders = [h for h in hits[: neighbourhood.LENDERS] if not is_fact(h.record)] if kind != "facts" else []
+        hits = calibrate(query, found, self._fusion_weights())
+        # Context and time are relevance: they act on the calibrated scores, before re-scoring
+        # mixes in recency and importance, and before the kinds are split.
+        evidence = [h for h in hits if not is_fact(h.record)] if kind != "facts" else []
+        lenders = evidence[: neighbourhood.LENDERS]
         around = await self._neighbours(scope, [h.record for h in lenders], 1)
         relevant = neighbourhood.shares_a_term(query)
         hits = neighbourhood.rerank(hits, lenders if around else [], around or [], when, relevant=relevant)
+        hits = split_hits(rescoring.rescore(hits), kind)
         if min_score is not None:
             hits = [h for h in hits if h.score >= min_score]
         if not context:

@@ -58,8 +58,9 @@ def rerank(
     neighbours (``around``, one entry a lender), then ``WINDOW_BOOST`` for those inside
     ``window``. A neighbour that is no hit yet becomes one only if ``relevant`` (it shares a
     term with the question: ``shares_a_term``), so a search never returns a turn for its
-    neighbour's words alone. Ranked by the sums; each reported score capped at 1 (``arms`` say
-    what was added: ``context``, ``when``). Ties keep the order they had."""
+    neighbour's words alone. Ranked by the sums; each reported score capped at 1 (``extra`` says
+    what was added: ``lent``, the neighbours' share, and ``when``, the words that named the
+    window; ``arms`` keep what found the hit). Ties keep the order they had."""
     value = {h.record.id: h.score for h in hits}
     out = {h.record.id: h for h in hits}
     lent: dict[str, float] = {}
@@ -87,12 +88,12 @@ def rerank(
     result = []
     for rid in ranked:
         h = out[rid]
-        arms = dict(h.arms)
+        extra = dict(h.extra)
         if rid in lent:
-            arms["context"] = lent[rid]
+            extra["lent"] = lent[rid]  # what its neighbours lent (``arms`` keep what found it)
         if rid in inside:
-            arms["when"] = 1.0
-        result.append(h.model_copy(update={"score": min(1.0, value[rid]), "arms": arms}))
+            extra["when"] = window.said if window is not None else ""
+        result.append(h.model_copy(update={"score": min(1.0, value[rid]), "extra": extra}))
     return result
 
 
