@@ -72,8 +72,9 @@ def names() -> list[str]:
 
 
 def backend_class(name: str) -> type:
-    _load_entry_points()
     key = name.strip().lower()
+    if key not in _registry:  # entry points only add names (never replace one): read them for a new name
+        _load_entry_points()
     target = _registry.get(key)
     if target is None:
         raise ConfigurationError(f"unknown backend {name!r}; registered backends: {', '.join(names())}.")

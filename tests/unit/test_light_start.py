@@ -29,6 +29,7 @@ OFF_THE_DEFAULT_PATH = (
     "longterm.facts.erasure",
     "longterm.facts.maintenance",
     "longterm.facts.worker",
+    "longterm.config.backends",  # the other engines' configs
 )
 #: Models whose validators the default path never builds (``defer_build``; genai's by model_construct).
 NEVER_BUILT = (
@@ -76,9 +77,9 @@ event = {"author": "user", "content": "I like green tea"}
 memory.add_session_to_memory_sync({"id": "s", "app_name": "a", "user_id": "u", "events": [event]})
 hits = memory.search_memory_sync(app_name="a", user_id="u", query="green tea").memories
 memory.close_sync()
+loaded = [m for m in OFF_THE_DEFAULT_PATH if m in sys.modules and m not in already]  # before the check imports
 models = [name.split(":") for name in NEVER_BUILT]
 built = [":".join(m) for m in models if getattr(importlib.import_module(m[0]), m[1]).__pydantic_complete__]
-loaded = [m for m in OFF_THE_DEFAULT_PATH if m in sys.modules and m not in already]
 print(json.dumps({"loaded": loaded, "built": built, "hits": len(hits), "after": AFTER}))
 """
 

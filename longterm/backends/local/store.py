@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 from typing_extensions import Unpack, override
 
 from ...config import env, parse_backend_config
-from ...config.backends import LOCAL_MAX_RECORD_BYTES, LocalConfig
 from ...config.hybrid import HybridOptions
+from ...config.local import LOCAL_MAX_RECORD_BYTES, LocalConfig
 from ...core.aliases import Ids, Records, Vectors
 from ...core.engine import Engine, Query
 from ...core.errors import Rule
