@@ -232,16 +232,15 @@ def _last_weekday(weekday: int, now: datetime) -> tuple[datetime, datetime]:
 
 def _relative(query: str, now: datetime) -> tuple[tuple[datetime, datetime], str] | None:
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    if m := _EN_AGO.search(query):
-        n = int(m["n"]) if m["n"].isdigit() else _WORD_NUMBERS[m["n"].lower()]
-        return _ago(n, m["unit"].lower(), now), m[0]
+    if (m := _EN_AGO.search(query)) and (n := int(m["n"]) if m["n"].isdigit() else _WORD_NUMBERS.get(m["n"].lower())):
+        return _ago(n, m["unit"].lower(), now), m[0]  # (a number re.I matched by folding, "ſeven", names none)
     if m := _ZH_AGO.search(query):
         count = _zh_number(m["n"])
         unit = {"天": "day", "日": "day", "年": "year", "月": "month", "个月": "month"}.get(m["unit"], "week")
         if count:
             return _ago(count, unit, now), m[0]
-    if m := _EN_LAST_WEEKDAY.search(query):
-        return _last_weekday(_WEEKDAYS[m["wd"].lower()], now), m[0]
+    if (m := _EN_LAST_WEEKDAY.search(query)) and (wd := _WEEKDAYS.get(m["wd"].lower())) is not None:
+        return _last_weekday(wd, now), m[0]  # (as for months: "ſunday" names no day)
     if m := _ZH_LAST_WEEKDAY.search(query):
         return _last_weekday(_ZH_WEEKDAYS[m["wd"]], now), m[0]
     if m := _EN_PERIOD.search(query):

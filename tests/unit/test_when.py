@@ -87,8 +87,19 @@ def test_a_window_holds_its_start_not_its_end() -> None:
     assert w.holds(day(2023, 11, 15) - timedelta(seconds=1).total_seconds())
 
 
-@pytest.mark.parametrize("query", ["what did I say in Aprıl", "on 5 ſeptember", "ſep 3", "auguſt 2023"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "what did I say in Aprıl",
+        "on 5 ſeptember",
+        "ſep 3",
+        "auguſt 2023",
+        "what did I do laſt ſunday",
+        "ſeven days ago",
+    ],
+)
 def test_a_word_that_only_case_folding_makes_a_month_names_none(query: str) -> None:
-    """``re.I`` folds the dotless ı and the long ſ into i and s; such a word is no month's
-    name and names no window (it raised KeyError out of every search asking it)."""
+    """Unicode ``re.I`` folds the dotless ı and the long ſ into i and s; such a word is no
+    month's, weekday's or number's name and names no window (it raised KeyError out of every
+    search asking it: months, then weekdays and numbers)."""
     assert window(query, NOW) is None
