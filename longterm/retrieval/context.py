@@ -41,9 +41,17 @@ Around = tuple[list[MemoryRecord], list[MemoryRecord]]
 
 
 def shares_a_term(query: str) -> Callable[[MemoryRecord], bool]:
-    """Whether a record holds at least one of ``query``'s terms (as full text looks them up)."""
-    terms = set(query_terms(query))
-    return lambda record: not terms.isdisjoint(index_terms(record.text))
+    """Whether a record holds at least one of ``query``'s terms (as full text looks them up). The
+    terms are taken at the first call: most searches ask about no neighbour that is not a hit."""
+    terms: set[str] | None = None
+
+    def shares(record: MemoryRecord) -> bool:
+        nonlocal terms
+        if terms is None:
+            terms = set(query_terms(query))
+        return not terms.isdisjoint(index_terms(record.text))
+
+    return shares
 
 
 def rerank(
