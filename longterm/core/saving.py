@@ -9,16 +9,20 @@ one step, the engine's ``_commit``, where the engine declares ``atomic_save``; o
 records first (``_write``, or ``_write_new`` for a save that must not bring an erased memory
 back), then the marks (``_ledger_mark``), so a crash between them costs a rewrite of the
 same ids, never a lost memory. Then the background embedder is woken, when there is one.
+``save_planned(scope, session_id, plan)`` is a whole save in one worker call: the ledger
+read, ``plan(saved)`` (the records and the events they cover) and the write, where no
+embedding happens on the save path (``one_call``).
 
 Why an object of its own: the order of these steps is the promise a save makes (nothing
 written before it is checked and embedded; the ledger never ahead of the records), and it
-is the same for every engine.
+is the same for every engine. Why one call: each hop to a worker thread waits for the
+scheduler, and on a busy machine that wait, not the work, was most of a small save's time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, TypeVar
 
 from ..records import MemoryRecord, Scope
 from . import limits
@@ -26,6 +30,19 @@ from .aliases import Records, Vectors
 from .embedding import Embedding
 from .runner import Hook, Runner
 from .selection import unsaved
+
+
+class Plan(Protocol):
+    """What a save plans (``saves.SavePlan``): the records to write and every event they cover."""
+
+    @property
+    def records(self) -> Sequence[MemoryRecord]: ...
+
+    @property
+    def covered(self) -> Sequence[str]: ...
+
+
+PlanT = TypeVar("PlanT", bound=Plan)
 
 
 class Commit(Protocol):
@@ -94,6 +111,31 @@ class Saving:
         await self._runner.run("saving memories", self._now, *args)
         if records:
             self._embedding.wake()
+
+    @property
+    def one_call(self) -> bool:
+        """True when a save can be planned and written in one worker call: no embedding on the
+        save path (it is awaited before the write, off the worker)."""
+        return self._embedding.embedder is None or self._embedding.later
+
+    async def save_planned(
+        self, scope: Scope, session_id: str, plan: Callable[[set[str]], PlanT], new_only: bool
+    ) -> PlanT:
+        """Read the ledger, plan (``plan(saved)``) and write, in one call on a worker (``one_call``
+        must hold); the plan is returned."""
+        await self._embedding.before_write()
+        planned: PlanT = await self._runner.run("saving memories", self._plan_now, scope, session_id, plan, new_only)
+        if planned.records:
+            self._embedding.wake()
+        return planned
+
+    def _plan_now(self, scope: Scope, session_id: str, plan: Callable[[set[str]], PlanT], new_only: bool) -> PlanT:
+        planned = plan(self._saved(scope, session_id))
+        records = list(planned.records)
+        if limits.doubtful(records, self.limit):
+            self.check_sizes(records)
+        self._now(records, None, scope, session_id, list(planned.covered), new_only)
+        return planned
 
     def _now(
         self, records: Records, vectors: Vectors, scope: Scope, session_id: str, event_ids: list[str], new_only: bool

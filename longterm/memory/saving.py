@@ -33,7 +33,7 @@ from ..core.errors import guard
 from ..errors import InvalidInputError
 from ..policies import MemoryAutoSavePolicy, resolve_policy
 from ..records import MemoryRecord, SaveResult, Scope
-from ..saves import make_record, plan_save
+from ..saves import SavePlan, make_record, plan_save
 from ..sessions import SessionView, event_ids, read_events, read_session, to_event
 from .inputs import scope as checked_scope
 from .wiring import Wiring
@@ -114,10 +114,7 @@ class Saver:
         view = await _cpu(big, partial(read_session, lenient=lenient), session)
         scope = checked_scope(view.app_name, view.user_id)
         self._log_refused(view)
-        with self._guard("reading the ledger"):
-            saved = set() if reconsider else await self.parts.ledger.saved(scope, view.session_id)
-        plan = await _cpu(big, plan_save, view, saved, policy)
-        await self._write(scope, view.session_id, plan.records, plan.covered, new_only=not reconsider)
+        plan = await self._plan_and_write(scope, view, policy, None, reconsider=reconsider, off_loop=big)
         log.debug(
             "saved %d of %d new events of session %s",
             len(plan.records),
@@ -163,10 +160,7 @@ class Saver:
             return SessionView(scope.app_name, scope.user_id, sid, event_ids(events), events)
 
         view = await _cpu(big, read)
-        with self._guard("reading the ledger"):
-            saved = await self.parts.ledger.saved(scope, sid)
-        plan = await _cpu(big, plan_save, view, saved, policy, meta)
-        await self._write(scope, sid, plan.records, plan.covered)
+        plan = await self._plan_and_write(scope, view, policy, meta, reconsider=False, off_loop=big)
         return SaveResult(
             session_id=sid, new_events=plan.new_events, saved=len(plan.records), memory_ids=[r.id for r in plan.records]
         )
@@ -200,6 +194,40 @@ class Saver:
         with self._guard("saving memories"):
             await self.parts.backend.upsert(checked)
 
+    async def _plan_and_write(
+        self,
+        scope: Scope,
+        view: SessionView,
+        policy: MemoryAutoSavePolicy,
+        meta: Mapping[str, object] | None,
+        *,
+        reconsider: bool,
+        off_loop: bool,
+    ) -> SavePlan:
+        """The ledger read, the plan and the write: in one call on the engine's worker where the
+        store is its own ledger and nothing is embedded on the way (``Saving.one_call``), else in
+        three steps. ``reconsider``: plan every event, whatever the ledger holds, and write them all
+        (``new_only`` off)."""
+        engine, sid = self.parts.engine, view.session_id
+
+        def plan(saved: set[str]) -> SavePlan:
+            return plan_save(view, set() if reconsider else saved, policy, meta)
+
+        if engine is not None and engine.saving.one_call:
+            with self._guard("saving memories"):
+                planned = await engine.saving.save_planned(scope, sid, plan, not reconsider)
+            self._schedule_facts(scope, planned.records)
+            return planned
+        with self._guard("reading the ledger"):
+            saved = set() if reconsider else await self.parts.ledger.saved(scope, sid)
+        planned = await _cpu(off_loop, plan, saved)
+        await self._write(scope, sid, planned.records, planned.covered, new_only=not reconsider)
+        return planned
+
+    def _schedule_facts(self, scope: Scope, records: list[MemoryRecord]) -> None:
+        if self.parts.facts is not None and records:
+            self.parts.facts.schedule(scope, records)  # queued only: distilled in the background
+
     async def _write(
         self, scope: Scope, session_id: str, records: list[MemoryRecord], covered: list[str], new_only: bool = True
     ) -> None:
@@ -213,8 +241,7 @@ class Saver:
                     await parts.backend.upsert(records)
                 # Only now, after the backend confirmed, does the ledger move.
                 await parts.ledger.mark_saved(scope, session_id, covered)
-        if parts.facts is not None and records:
-            parts.facts.schedule(scope, records)  # queued only: distilled in the background
+        self._schedule_facts(scope, records)
 
     def _log_refused(self, view: SessionView) -> None:
         """Say once per event that a lenient save left it out (every auto-save would repeat it)."""
