@@ -28,8 +28,11 @@ temporary ``PYTHONPYCACHEPREFIX`` (one untimed run of each case first). ``--no-b
 compiles every import from source instead (``-B``), as a shell with
 ``PYTHONDONTWRITEBYTECODE=1`` and a fresh checkout does: every module then costs its compile.
 ``--before DIR`` times a second checkout (``git archive HEAD | tar -x -C DIR``) in the same
-run, interleaved, and prints both. ``--importtime`` adds the sum of ``-X importtime``'s self
-times for ``longterm.*`` modules in (b) and the ten biggest. Asserts nothing.
+run, interleaved, and prints both with the ratio now / before (wall and CPU medians): on a
+machine others share, the ratios and longterm's own part ((c) minus (d), run by run) say
+more than the absolute times. ``--importtime`` adds the sum of ``-X importtime``'s self
+times for ``longterm.*`` modules in (b) and the ten biggest (each the least of 3 runs).
+Prints rich tables; asserts nothing.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
 
 ROOT = Path(__file__).resolve().parents[1]
 GOAL = 0.15
@@ -122,12 +128,21 @@ def _probe(tree: Path, case: str) -> Sample:
 _LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \| +(\S+)")
 
 
-def _importtime(tree: Path) -> tuple[float, list[tuple[str, float]]]:
-    """Self times (s) of ``longterm.*`` modules under ``-X importtime`` in case (b)."""
-    err = _run(tree, CASES["b"], "-X", "importtime").stderr
-    own = [(m[3], int(m[1]) / 1e6) for m in _LINE.finditer(err) if m[3].split(".")[0] == "longterm"]
-    own.sort(key=lambda r: -r[1])
-    return sum(s for _, s in own), own[:10]
+def _importtime(trees: dict[str, Path], runs: int = 3) -> dict[str, tuple[float, list[tuple[str, float]]]]:
+    """Per tree: self times (s) of ``longterm.*`` modules under ``-X importtime`` in case (b),
+    each the least of ``runs`` runs, the trees alternating (a busy machine inflates some run of
+    every module)."""
+    best: dict[str, dict[str, float]] = {label: {} for label in trees}
+    for _ in range(runs):
+        for label, tree in trees.items():
+            for m in _LINE.finditer(_run(tree, CASES["b"], "-X", "importtime").stderr):
+                if m[3].split(".")[0] == "longterm":
+                    best[label][m[3]] = min(best[label].get(m[3], float("inf")), int(m[1]) / 1e6)
+    out = {}
+    for label, times in best.items():
+        own = sorted(times.items(), key=lambda r: -r[1])
+        out[label] = (sum(s for _, s in own), own[:10])
+    return out
 
 
 def main() -> None:
@@ -168,36 +183,69 @@ def _times(runs: list[Sample], parts: tuple[str, ...], cpu: bool = False) -> lis
     return [sum(float(s[k] or 0) for k in keys) for s in runs]
 
 
+def _medians(samples: dict[tuple[str, str], list[Sample]], label: str) -> dict[str, tuple[float, float, float]]:
+    """Per row (and ``own``, (c) minus (d) run by run): wall median, wall min, CPU median."""
+    out: dict[str, tuple[float, float, float]] = {}
+    for key, _, case, parts in ROWS:
+        wall, cpu = _times(samples[label, case], parts), _times(samples[label, case], parts, cpu=True)
+        out[key] = (statistics.median(wall), min(wall), statistics.median(cpu))
+    c, d = samples[label, "c"], samples[label, "d"]
+    own = [x - y for x, y in zip(_times(c, ("lt",)), _times(d, ("lt",)), strict=True)]
+    own_cpu = [x - y for x, y in zip(_times(c, ("lt",), True), _times(d, ("lt",), True), strict=True)]
+    out["own"] = (statistics.median(own), min(own), statistics.median(own_cpu))
+    return out
+
+
 def _report(args: argparse.Namespace, trees: dict[str, Path], samples: dict[tuple[str, str], list[Sample]]) -> None:
     how = "source compiled at every import" if args.no_bytecode else "bytecode cached, as an installed package"
-    print(f"{args.runs} fresh processes per case, alternating; {how}; seconds")
-    head = f"{'':8}{'case':48}{'wall median':>12}{'min':>8}{'cpu median':>12}"
-    print(head)
-    print("-" * len(head))
+    console = Console(width=220)  # the table is wide; a pipe would get 80 columns
+    med = {label: _medians(samples, label) for label in trees}
+    rows = [*((key, name) for key, name, _, _ in ROWS), ("own", "    longterm's own: (c) - (d), run by run")]
+    table = Table(title=f"{args.runs} fresh processes per case, alternating; {how}; seconds")
+    table.add_column("case")
     for label in trees:
-        med: dict[str, float] = {}
-        for i, (key, name, case, parts) in enumerate(ROWS):
-            wall, cpu = _times(samples[label, case], parts), _times(samples[label, case], parts, cpu=True)
-            med[key] = statistics.median(wall)
-            print(f"{label if i == 0 else '':8}{name:48}{med[key]:12.3f}{min(wall):8.3f}{statistics.median(cpu):12.3f}")
+        table.add_column(f"{label} wall median", justify="right")
+        table.add_column("min", justify="right")
+        table.add_column("cpu median", justify="right")
+    if "before" in trees:
+        table.add_column("now / before wall", justify="right")
+        table.add_column("cpu", justify="right")
+    for key, name in rows:
+        cells = [name]
+        for label in trees:
+            wall, low, cpu = med[label][key]
+            cells += [f"{wall:.3f}", f"{low:.3f}", f"{cpu:.3f}"]
+        if "before" in trees:
+            (now, _, now_cpu), (was, _, was_cpu) = med["now"][key], med["before"][key]
+            cells += [f"{now / was:.2f}" if was > 0 else "-", f"{now_cpu / was_cpu:.2f}" if was_cpu > 0 else "-"]
+        table.add_row(*cells)
+    console.print(table)
+    for label in trees:
+        m = med[label]
         numpy = any(s["numpy"] for case in "bc" for s in samples[label, case])
-        print(
-            f"{'':8}beyond ADK {med['beyond']:.3f} s ((b)-(a): {med['b'] - med['a']:.3f} s): "
-            f"{'meets' if med['beyond'] <= GOAL else 'misses'} the {GOAL} s goal"
-        )
-        print(
-            f"{'':8}without ADK {med['c']:.3f} s: {'meets' if med['c'] <= GOAL else 'misses'} it; the floor (d) "
-            f"{med['d']:.3f} s, longterm's own (c)-(d) {med['c'] - med['d']:.3f} s; "
-            f"numpy imported: {'yes' if numpy else 'no'}"
+        beyond, c, d, own = m["beyond"][0], m["c"][0], m["d"][0], m["own"][0]
+        console.print(
+            f"{label}: beyond ADK {beyond:.3f} s ((b)-(a): {m['b'][0] - m['a'][0]:.3f} s): "
+            f"{'meets' if beyond <= GOAL else 'misses'} the {GOAL} s goal; without ADK {c:.3f} s: "
+            f"{'meets' if c <= GOAL else 'misses'} it (the floor (d) {d:.3f} s, longterm's own {own:.3f} s, "
+            f"{c / d:.2f}x the floor); numpy imported: {'yes' if numpy else 'no'}",
+            highlight=False,
         )
         if not all(s["have_adk"] for s in samples[label, "b"]) or any(s["have_adk"] for s in samples[label, "c"]):
-            print(f"{'':8}warning: HAVE_ADK was not True in (b) and False in (c)")
-        if args.importtime:
-            total, top = _importtime(trees[label])
-            print(f"{'':8}-X importtime in (b), longterm.* self times: {total:.3f} s; biggest:")
-            for name, secs in top:
-                print(f"{'':10}{secs * 1000:6.1f} ms  {name}")
-        print()
+            console.print(f"{label}: warning: HAVE_ADK was not True in (b) and False in (c)")
+    if args.importtime:
+        tops = _importtime(trees)
+        imports = Table(title="-X importtime in (b): longterm.* self times (ms), the least of 3 runs per module")
+        for label in trees:
+            imports.add_column(f"{label} module")
+            imports.add_column("ms", justify="right")
+        imports.add_row(*(cell for total, _ in tops.values() for cell in ("all longterm.*", f"{total * 1000:.1f}")))
+        for i in range(10):
+            cells: list[str] = []
+            for _, top in tops.values():
+                cells += [top[i][0], f"{top[i][1] * 1000:.1f}"] if i < len(top) else ["", ""]
+            imports.add_row(*cells)
+        console.print(imports)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,9 @@ the store, sealed once open.
 Why fixed: a memory owns the connections and threads its store settings opened; changing
 ``backend`` or ``index`` under them would leave the store, the ledger and the fact layer
 disagreeing about where memories are, and a copy closed would close the original's store.
+Why ``defer_build``: ``MemoryService`` and ``LongTermMemory`` inherit it, so of the three only
+the class a process instantiates builds its validator (at its first instance), not every class
+of the chain at ``import longterm``.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ class MemorySettings(BaseModel):
     ``MemorySettings(backend="redis", backend_config={"url": ...})`` changes only where.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", validate_assignment=True, defer_build=True)
 
     backend: str | Backend = Field(default_factory=default_backend)
     """A registered backend name (``local``, ``redis``, ...) or a backend instance."""

@@ -26,6 +26,12 @@ Why do it ourselves instead of the engines' analyzers:
   are made, so 我的 or 什么 are never looked up.
 - Every term is made of letters and digits only, so it can never carry query syntax
   into an engine, whatever the user typed.
+
+Why ASCII text has a pattern of its own: the patterns that know CJK (``_token``, ``_zh_stop``)
+take milliseconds to compile (``re`` walks every character of their ranges), which every
+``import longterm`` paid. Normalised ASCII text holds no CJK, no 月/日 and no capital, so
+``_ASCII_TOKEN`` finds exactly the runs ``_token()`` would (``tests/unit/test_light_install.py``
+checks that); the CJK patterns are compiled when the first text that is not ASCII needs them.
 """
 
 from __future__ import annotations
@@ -58,8 +64,21 @@ _CJK = (
     "\uff66-\uff9f"  # half-width Katakana
     "\U00020000-\U0003134f"  # CJK extensions B..G
 )
-_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
-_TOKEN = re.compile(rf"(?P<date>[0-9]{{1,2}}[月日])|(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+)")
+#: What ``_token()`` finds in ASCII text once normalised (NFKC and casefold: lower case): words.
+_ASCII_TOKEN = re.compile("[0-9a-z]+")
+
+
+@cache
+def _token() -> re.Pattern[str]:
+    """Runs of any text: a day or month number (5月), a CJK run, or a word (letters and digits)."""
+    return re.compile(rf"(?P<date>[0-9]{{1,2}}[月日])|(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+)")
+
+
+def _is_han(char: str) -> bool:
+    """A Han character (CJK unified ideographs, extension A and B..G, compatibility ideographs)."""
+    o = ord(char)
+    return 0x4E00 <= o <= 0x9FFF or 0x3400 <= o <= 0x4DBF or 0xF900 <= o <= 0xFAFF or 0x20000 <= o <= 0x3134F
+
 
 STOPWORDS = frozenset(
     [
@@ -227,7 +246,13 @@ _ZH_STOPWORDS = """
     说过 你说 我说 说的 提到 提过 记得 告诉 推荐 建议
 """
 ZH_STOPWORDS = frozenset(_ZH_STOPWORDS.split())
-_ZH_STOP = re.compile("|".join(sorted(ZH_STOPWORDS, key=len, reverse=True)))
+
+
+@cache
+def _zh_stop() -> re.Pattern[str]:
+    """The Chinese function words, longest first: what a question's CJK run is cut at."""
+    return re.compile("|".join(sorted(ZH_STOPWORDS, key=len, reverse=True)))
+
 
 #: About the hundred most frequent characters of written Chinese. A question looks them up
 #: inside its bigrams only, never alone: alone, each reads a posting list nearly as long as
@@ -256,11 +281,14 @@ def _normalize_word(word: str, stem: bool = True) -> str:
 
 def _runs(text: str) -> Iterator[tuple[str, str]]:
     text = unicodedata.normalize("NFKC", text).casefold()
-    if not text.isascii():
-        # Casefolding Turkish İ leaves i + a combining dot, which no word pattern joins: "İstanbul"
-        # was "i" and "stanbul", and a search for "istanbul" found nothing.
-        text = canonical_dates(fold(text.replace("i\u0307", "i")))
-    for m in _TOKEN.finditer(text):
+    if text.isascii():
+        for word in _ASCII_TOKEN.findall(text):
+            yield "word", word
+        return
+    # Casefolding Turkish İ leaves i + a combining dot, which no word pattern joins: "İstanbul"
+    # was "i" and "stanbul", and a search for "istanbul" found nothing.
+    text = canonical_dates(fold(text.replace("i\u0307", "i")))
+    for m in _token().finditer(text):
         yield ("word" if m.lastgroup == "date" else str(m.lastgroup)), m.group()
 
 
@@ -324,12 +352,12 @@ def query_terms(text: str, *, stem: bool = True) -> list[str]:
             term = _normalize_word(run, stem)
             (fallback if run in STOPWORDS or run in MEMORY_VERBS else content).append(term)
             continue
-        parts = [p for p in _ZH_STOP.split(run) if p]
+        parts = [p for p in _zh_stop().split(run) if p]
         if not parts:
             fallback.extend(_bigrams(run))
         for part in parts:
             content.extend(_bigrams(part))
             if len(part) > 1:
-                content.extend(c for c in _HAN.findall(part) if c not in _ZH_COMMON)
+                content.extend(c for c in part if _is_han(c) and c not in _ZH_COMMON)
     terms = content or fallback
     return list(dict.fromkeys(terms))[:MAX_QUERY_TERMS]

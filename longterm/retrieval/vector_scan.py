@@ -11,11 +11,20 @@ also keeps int8 codes (per-dimension scale, 4x fewer bytes) scanned with SIMD in
 products; the best ``max(4n, 128)`` candidates are then re-scored exactly in float32, so
 scores are exact and the order matches the float32 scan (recall@10 1.0 measured by
 ``bench/vector_latency.py``).
+
+numpy is no dependency of the text engine: importing this module without it raises
+``MissingDependencyError`` naming the ``vectors`` extra (an engine reaches it only with an
+embedder, which checked for numpy already).
 """
 
 from __future__ import annotations
 
-import numpy as np
+from ..errors import MissingDependencyError
+
+try:
+    import numpy as np
+except ImportError as exc:  # pragma: no cover - exercised by tests/unit/test_light_install.py in a child
+    raise MissingDependencyError("numpy", "vectors", "Vector search") from exc
 
 try:  # optional: SIMD int8 scans for large scopes (the ``embeddings`` extra)
     import simsimd as _simsimd

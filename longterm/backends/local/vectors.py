@@ -19,7 +19,12 @@ import threading
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 
-import numpy as np
+from ...errors import MissingDependencyError
+
+try:
+    import numpy as np
+except ImportError as exc:  # only an embedder reaches this module, and it refuses first
+    raise MissingDependencyError("numpy", "vectors", "Vector search") from exc
 
 from ...retrieval.vector_scan import ScopeVectors
 from .schema import BUMP_ROWS, DONE, GET_VERSION, LOAD_SCOPE, PUT_LATE_VECTOR, PUT_VECTOR

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import ConfigurationError
 from ..text import index_terms
-from .base import Kind, normalize
+from .base import Kind, need_numpy, normalize
 
 if TYPE_CHECKING:
     import numpy as np
@@ -24,6 +24,7 @@ class HashingEmbedder:
     def __init__(self, dim: int = 256) -> None:
         if dim < 8:
             raise ConfigurationError("HashingEmbedder dim must be at least 8.")
+        need_numpy("The hashing embedder")
         self.dim = dim
         self.id = f"hashing-v1-{dim}"
 

