@@ -94,11 +94,16 @@ def leftovers(db: Path) -> dict[str, list[str]]:
 
 
 def vocabulary(db: Path) -> set[str]:
-    """The terms the store's full-text index lists, read on a connection of its own."""
+    """The terms the store's full-text tables list (all of them), read on a connection of its own."""
     conn = sqlite3.connect(db)
     try:
-        conn.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab (main, records_fts, row)")
-        return {row[0] for row in conn.execute("SELECT term FROM temp.vocab")}
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%'")]
+        assert tables, "the store has no full-text table: this test must look where the words are"
+        terms: set[str] = set()
+        for i, table in enumerate(tables):
+            conn.execute(f"CREATE VIRTUAL TABLE temp.vocab{i} USING fts5vocab (main, {table}, row)")
+            terms |= {row[0] for row in conn.execute(f"SELECT term FROM temp.vocab{i}")}
+        return terms
     finally:
         conn.close()
 

@@ -2,9 +2,10 @@
 
 The seam: ``to_row(scope_id, record)`` is the ``UPSERT`` row of a record (``schema``), and
 ``to_record(row, scope)`` the record of a row read back (``survivors``: those of a fused
-list of row ids); ``match(scope_id, terms)`` is the FTS5 expression of a search, built only
-from quoted terms (never FTS5 syntax) and, unless told otherwise, intersected with the
-scope's own token.
+list of row ids); ``match(terms)`` is the FTS5 expression of a search, built only from quoted
+terms (never FTS5 syntax); ``put(conn, rows)`` writes rows in the caller's transaction: a new
+record at the next rowid of its scope, with its full-text row in its scope's table
+(``schema``, "Why the full-text index is ..."), a record that exists by the ``UPSERT``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,18 @@ from typing import Any
 
 from ...records import Hit, MemoryRecord, Scope
 from ...retrieval.text import segment
-from .schema import BY_ROWID, stored_id
+from .schema import (
+    BY_ROWID,
+    FTS_BUCKETS,
+    HELD,
+    INDEX_ROW,
+    INSERT,
+    MAX_SCOPE,
+    TAKE_ROWS,
+    UPSERT,
+    row_range,
+    stored_id,
+)
 
 #: Distinct query terms searched at most: each costs a walk of its posting list, so a pasted
 #: page (up to 256 terms) would cost several times what a long question does.
@@ -62,10 +74,39 @@ def to_row(scope: int, r: MemoryRecord) -> tuple[Any, ...]:
     return (*row, r.text, content, r.timestamp, metadata, None if terms == r.text else terms)
 
 
-def match(scope_id: int, terms: Sequence[str], *, token: bool = True) -> str:
-    """The FTS5 expression of a search of ``terms`` in scope ``scope_id`` (``token``: by its scope token too)."""
-    text = f"terms : ({fts_query(terms)})"
-    return f'scope : "s{scope_id}" AND {text}' if token else text
+def match(terms: Sequence[str]) -> str:
+    """The FTS5 expression of a search of ``terms`` (the scope is the rowid range: ``schema.row_range``)."""
+    return fts_query(terms)
+
+
+def put(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Write ``rows`` (``to_row``'s) in the caller's write transaction: those of events without a
+    record get the next rowids of their scope and a full-text row; the others go through the
+    ``UPSERT`` (the update triggers re-index a changed text)."""
+    held: dict[tuple[int, str], set[str]] = {}
+    fresh: dict[int, list[tuple[Any, ...]]] = {}
+    again = []
+    for row in rows:
+        key = (row[0], row[2])
+        if key not in held:
+            held[key] = {r[0] for r in conn.execute(HELD, key)}
+        if row[3] in held[key]:
+            again.append(row)
+        else:
+            held[key].add(row[3])
+            fresh.setdefault(row[0], []).append(row)
+    for scope, new in fresh.items():
+        if scope > MAX_SCOPE:
+            raise OverflowError(f"scope id {scope} is past what a rowid can carry ({MAX_SCOPE})")
+        last = conn.execute(TAKE_ROWS, (len(new), scope)).fetchone()[0]
+        first = row_range(scope)[0] + last - len(new) + 1
+        conn.executemany(INSERT, [(first + i, *row) for i, row in enumerate(new)])
+        conn.executemany(
+            INDEX_ROW[scope % FTS_BUCKETS],
+            [(first + i, row[-1] if row[-1] is not None else row[7]) for i, row in enumerate(new)],
+        )
+    if again:
+        conn.executemany(UPSERT, again)
 
 
 def survivors(

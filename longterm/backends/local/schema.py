@@ -1,7 +1,7 @@
 """The local engine's SQL, as named constants: the schema and every statement.
 
 The seam: ``store.py`` runs these and nothing else. A scope (index, app, user) is a row of
-``scopes``; records, the ledger and the full-text scope token carry its integer id, and
+``scopes``; records and the ledger carry its integer id, and rowids its range (below), and
 every statement is bound to it. The ledger (events handled without a record: dropped by
 the policy, or erased; a record is its own event's entry) and the store's own facts
 (``store_meta``: which embedder wrote the vectors) live in the same file.
@@ -16,6 +16,16 @@ from the hit's entry, whatever the session's length; without it a session's ever
 (at 100k records, five hits in sessions of 50 turns: 0.40 against 1.0 ms; of 500: 0.39
 against 3.0 ms), and a one-turn save costs no more with it that ``bench/neighbours.py`` can see.
 A store made before it gets it when first opened.
+
+Why the full-text index is ``FTS_BUCKETS`` tables, and a record's rowid says its scope: FTS5's
+BM25 counts, for each query term, the rows that hold it in the whole table (its IDF), on every
+query. At a million records a frequent word ("work", "today") cost ~20 ms of such counting,
+against ~0.5 ms to find the user's own matches. A scope's rows go to table ``scope % 16``, so
+the counting walks a sixteenth of the file (a store with one user: that user's rows, as
+before), and every rowid of a scope lies in its own range (``scope << 32`` on: ``row_range``),
+which FTS5 seeks to, so a search reads the user's postings and nothing else (no scope token
+to intersect with). Rows are inserted into their table by the engine (``rows.py``: no insert
+trigger to evaluate sixteen times a row); updates and deletes by the triggers below.
 """
 
 from __future__ import annotations
@@ -31,13 +41,33 @@ def stored_id(rid: str) -> bytes | str:
     return rid
 
 
-SCHEMA = """
+#: Full-text tables: a scope's records are indexed in ``records_fts_{scope % FTS_BUCKETS}``.
+FTS_BUCKETS = 16
+#: Bits of a rowid below its scope's id: a scope's rows are ``scope << ROW_BITS`` plus 1, 2, ...
+ROW_BITS = 32
+#: The largest scope id a rowid can carry (SQLite rowids are signed 64-bit).
+MAX_SCOPE = (1 << (63 - ROW_BITS)) - 1
+
+
+def row_range(scope: int) -> tuple[int, int]:
+    """The first and last rowid scope ``scope`` may hold."""
+    return scope << ROW_BITS, ((scope + 1) << ROW_BITS) - 1
+
+
+_FTS_TABLES = "".join(
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS records_fts_{b} USING fts5 (\n"
+    "    terms, content='', tokenize='porter unicode61 remove_diacritics 2'\n);\n"
+    for b in range(FTS_BUCKETS)
+)
+SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS scopes (
     scope      INTEGER PRIMARY KEY,
     index_name TEXT NOT NULL,
     app_name   TEXT NOT NULL,
     user_id    TEXT NOT NULL,
     version    INTEGER NOT NULL DEFAULT 0,
+    next_row   INTEGER NOT NULL DEFAULT 0,
     UNIQUE (index_name, app_name, user_id)
 );
 CREATE TABLE IF NOT EXISTS records (
@@ -58,22 +88,6 @@ CREATE TABLE IF NOT EXISTS records (
 );
 CREATE INDEX IF NOT EXISTS records_by_time ON records (scope, timestamp);
 CREATE INDEX IF NOT EXISTS records_by_session ON records (scope, session_id, timestamp);
-CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5 (
-    scope, terms, content='', tokenize='porter unicode61 remove_diacritics 2'
-);
-CREATE TRIGGER IF NOT EXISTS records_ai AFTER INSERT ON records BEGIN
-    INSERT INTO records_fts (rowid, scope, terms) VALUES (new.rowid, 's' || new.scope, coalesce(new.terms, new.text));
-END;
-CREATE TRIGGER IF NOT EXISTS records_ad AFTER DELETE ON records BEGIN
-    INSERT INTO records_fts (records_fts, rowid, scope, terms)
-    VALUES ('delete', old.rowid, 's' || old.scope, coalesce(old.terms, old.text));
-    INSERT OR IGNORE INTO ledger VALUES (old.scope, old.session_id, old.event_id);
-END;
-CREATE TRIGGER IF NOT EXISTS records_au AFTER UPDATE ON records BEGIN
-    INSERT INTO records_fts (records_fts, rowid, scope, terms)
-    VALUES ('delete', old.rowid, 's' || old.scope, coalesce(old.terms, old.text));
-    INSERT INTO records_fts (rowid, scope, terms) VALUES (new.rowid, 's' || new.scope, coalesce(new.terms, new.text));
-END;
 CREATE TABLE IF NOT EXISTS ledger (
     scope      INTEGER NOT NULL,
     session_id TEXT NOT NULL,
@@ -85,6 +99,28 @@ CREATE TABLE IF NOT EXISTS store_meta (
     value TEXT NOT NULL
 ) WITHOUT ROWID;
 """
+    + _FTS_TABLES
+)
+#: Made after an older store was moved over (``upgrade.py``), so that moving rows fires none.
+TRIGGERS = """
+CREATE TRIGGER IF NOT EXISTS records_erased AFTER DELETE ON records BEGIN
+    INSERT OR IGNORE INTO ledger VALUES (old.scope, old.session_id, old.event_id);
+END;
+""" + "".join(
+    f"""CREATE TRIGGER IF NOT EXISTS records_fts_{b}_ad AFTER DELETE ON records
+WHEN old.scope % {FTS_BUCKETS} = {b} BEGIN
+    INSERT INTO records_fts_{b} (records_fts_{b}, rowid, terms)
+    VALUES ('delete', old.rowid, coalesce(old.terms, old.text));
+END;
+CREATE TRIGGER IF NOT EXISTS records_fts_{b}_au AFTER UPDATE OF text, terms ON records
+WHEN old.scope % {FTS_BUCKETS} = {b} BEGIN
+    INSERT INTO records_fts_{b} (records_fts_{b}, rowid, terms)
+    VALUES ('delete', old.rowid, coalesce(old.terms, old.text));
+    INSERT INTO records_fts_{b} (rowid, terms) VALUES (new.rowid, coalesce(new.terms, new.text));
+END;
+"""
+    for b in range(FTS_BUCKETS)
+)
 
 GET_SCOPE = "SELECT scope FROM scopes WHERE index_name = ? AND app_name = ? AND user_id = ?"
 ADD_SCOPE = "INSERT OR IGNORE INTO scopes (index_name, app_name, user_id) VALUES (?, ?, ?)"
@@ -98,21 +134,31 @@ INSERT INTO records (scope, {COLUMNS}, terms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?,
 ON CONFLICT (scope, session_id, event_id) DO UPDATE SET {", ".join(f"{c} = excluded.{c}" for c in _CHANGED)}
 WHERE {" OR ".join(f"records.{c} IS NOT excluded.{c}" for c in _CHANGED)}
 """
+#: A new record, at the rowid its scope gave it (``TAKE_ROWS``); its full-text row is ``INDEX_ROW``.
+INSERT = f"INSERT INTO records (rowid, scope, {COLUMNS}, terms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+#: The session's events that have a record (which of a save's records are new).
+HELD = "SELECT event_id FROM records WHERE scope = ? AND session_id = ?"
+#: ``?1`` rowids taken from scope ``?2``: the last one taken (never given again, erased or not).
+TAKE_ROWS = "UPDATE scopes SET next_row = next_row + ?1 WHERE scope = ?2 RETURNING next_row"
+INDEX_ROW = [f"INSERT INTO records_fts_{b} (rowid, terms) VALUES (?, ?)" for b in range(FTS_BUCKETS)]
 
-SEARCH = f"""
-SELECT r.rowid, {", ".join("r." + c.strip() for c in COLUMNS.split(","))}, bm25(records_fts, 0.0, 1.0) AS rank
-FROM records_fts JOIN records AS r ON r.rowid = records_fts.rowid
-WHERE records_fts MATCH ? AND r.scope = ?
-ORDER BY rank LIMIT ?
+_SEARCH = """
+SELECT r.rowid, {columns}, f.rank FROM (
+    SELECT rowid, bm25(records_fts_{b}) AS rank FROM records_fts_{b}
+    WHERE records_fts_{b} MATCH ?1 AND rowid BETWEEN ?2 AND ?3 ORDER BY rank LIMIT ?5
+) AS f JOIN records AS r ON r.rowid = f.rowid
+WHERE r.scope = ?4
+ORDER BY f.rank
 """
-SEARCH_IDS = """
-SELECT r.rowid, bm25(records_fts, 0.0, 1.0) AS rank
-FROM records_fts JOIN records AS r ON r.rowid = records_fts.rowid
-WHERE records_fts MATCH ? AND r.scope = ?
-ORDER BY rank LIMIT ?
-"""
+_RECORD = ", ".join("r." + c.strip() for c in COLUMNS.split(","))
+#: A scope's best matches (rowid, the record, rank), per full-text table: (match, first and last
+#: rowid of the scope, scope, k). Ranked in the full-text table alone, the records read after
+#: the limit (the scope check too, though the rowid range already holds only the scope's rows):
+#: a record looked up per match cost a third of a frequent-word search.
+SEARCH = [_SEARCH.format(columns=_RECORD, b=b) for b in range(FTS_BUCKETS)]
+#: The same, rowids and ranks only (hybrid search fuses on them before reading a record).
+SEARCH_IDS = [_SEARCH.format(columns="NULL", b=b).replace("r.rowid, NULL,", "r.rowid,") for b in range(FTS_BUCKETS)]
 BY_ROWID = f"SELECT rowid, {COLUMNS} FROM records WHERE rowid = ? AND scope = ?"
-MAX_ROWID = "SELECT max(rowid) FROM records"
 COUNT = "SELECT count(*) FROM records WHERE scope = ?"
 SCAN = f"""
 SELECT rowid, {COLUMNS} FROM records
@@ -148,7 +194,7 @@ DELETE_ONE = "DELETE FROM records WHERE scope = ? AND id = ?"
 DELETE_SESSION = "DELETE FROM records WHERE scope = ? AND session_id = ?"
 #: After a delete, in its transaction: merge the full-text index into one segment, which drops
 #: the deleted rows' terms (FTS5 keeps them, with a delete marker, until segments merge).
-PURGE = "INSERT INTO records_fts (records_fts) VALUES ('optimize')"
+PURGE = [f"INSERT INTO records_fts_{b} (records_fts_{b}) VALUES ('optimize')" for b in range(FTS_BUCKETS)]
 #: After an erase: the WAL's frames into the file, then the WAL emptied (first column: 1 if a
 #: reader kept it from completing).
 TRUNCATE_WAL = "PRAGMA wal_checkpoint(TRUNCATE)"

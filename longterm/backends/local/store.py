@@ -6,8 +6,9 @@ neighbours in ``sessions.py``) over one SQLite file that holds the records, thei
 the whole memory, and a save lands whole.
 
 Why so, in short (at length in docs/backends.md, "local"): the scope's id is in every
-statement's WHERE clause and a token in the FTS5 index, so a search intersects the query's
-posting lists with the user's own; FTS5 queries are built only from quoted ``query_terms``,
+statement's WHERE clause and in its rows' rowids, so a search reads only the user's range of
+the query's posting lists, in a full-text table shared with a sixteenth of the users
+(``schema``); FTS5 queries are built only from quoted ``query_terms``,
 never user syntax; hybrid search fuses on row ids before a record is parsed; WAL, ``BEGIN
 IMMEDIATE`` and a 30 s busy timeout make several processes safe.
 
@@ -46,9 +47,9 @@ from ...core.selection import Page, unsaved
 from ...core.sqlite import BUSY_TIMEOUT_MS, SQLITE_RULES, connect, hold_locks_after_fork, reader, write_transaction
 from ...records import Hit, MemoryRecord, Scope
 from . import schema as sql
-from .rows import match, survivors, to_record, to_row
+from .rows import match, put, survivors, to_record, to_row
 from .sessions import LocalSessions
-from .upgrade import local_v1
+from .upgrade import upgrade
 
 if TYPE_CHECKING:
     import numpy as np
@@ -65,7 +66,10 @@ READERS = 2
 #: one; only opening a store whose schema must be written can wait for the lock).
 READ_TIMEOUT = BUSY_TIMEOUT_MS / 1000
 #: What a read past its deadline says.
-SLOW_READ = "Another process may hold the file locked while its schema is made; retry, or look for a stuck process."
+SLOW_READ = (
+    "The store may be moving to the current schema (once, logged; about 30 s a million records) or another "
+    "process may hold the file locked while its schema is made; retry, or look for a stuck process."
+)
 #: Connections inherited by a forked child: referenced for the process's life, so never
 #: closed there (closing would run SQLite's close path on files the parent still uses).
 _INHERITED: list[sqlite3.Connection] = []
@@ -137,7 +141,7 @@ class LocalBackend(LocalSessions, Engine):
         if self._conn is None:
             conn = connect(self.path, sql.SCHEMA + sql.VECTOR_SCHEMA)
             try:
-                local_v1(conn, self.path)
+                upgrade(conn, self.path)
                 if self.embedding.later:
                     conn.executescript(sql.EMBED_LATER)
             except BaseException:
@@ -232,7 +236,7 @@ class LocalBackend(LocalSessions, Engine):
     def _put(self, records: Records, vectors: Vectors, ids: dict[tuple[str, str], int]) -> None:
         """The records (and vectors) inside the caller's transaction."""
         rows = [to_row(ids[r.app_name, r.user_id], r) for r in records]
-        self.conn.executemany(sql.UPSERT, rows)
+        put(self.conn, rows)
         if self._vectors is not None and vectors is not None:
             self._vectors.write(self.conn, [row[0:1] + row[2:4] for row in rows], vectors)
             self.conn.executemany(sql.BUMP_VERSION, [(i,) for i in set(ids.values())])
@@ -286,7 +290,8 @@ class LocalBackend(LocalSessions, Engine):
         scope_id = self._scope(scope.app_name, scope.user_id, conn=conn)
         if scope_id is None:
             return []
-        rows = conn.execute(sql.SEARCH, (match(scope_id, query.terms), scope_id, k))
+        args = (match(query.terms), *sql.row_range(scope_id), scope_id, k)
+        rows = conn.execute(sql.SEARCH[scope_id % sql.FTS_BUCKETS], args)
         return [(to_record(row[1:-1], scope), -row[-1]) for row in rows]
 
     @override
@@ -301,11 +306,8 @@ class LocalBackend(LocalSessions, Engine):
         vectors, depth = self._vectors, self.hybrid.depth(k)
         scoped = vectors.matrix(conn, scope_id)
         pending = vectors.top_soon(scoped, vector, depth) if vector is not None else None
-        # A user holding much of the file: intersecting with their scope token costs more
-        # than it saves; the SQL filter alone keeps the search in scope.
-        token = 4 * len(scoped) <= (conn.execute(sql.MAX_ROWID).fetchone()[0] or 0)
-        expression = match(scope_id, query.terms, token=token)
-        text_rows = [(r[0], -r[1]) for r in conn.execute(sql.SEARCH_IDS, (expression, scope_id, depth))]
+        args = (match(query.terms), *sql.row_range(scope_id), scope_id, depth)
+        text_rows = [(r[0], -r[1]) for r in conn.execute(sql.SEARCH_IDS[scope_id % sql.FTS_BUCKETS], args)]
         near = pending.result() if pending is not None else []
         fused = self.hybrid.fuse({"fulltext": text_rows, "vector": near})
         return survivors(conn, fused, scope, scope_id, k, degraded)
@@ -325,8 +327,8 @@ class LocalBackend(LocalSessions, Engine):
                 gone = int(conn.execute(sql.DELETE_SESSION, (scope_id, session_id)).rowcount)
             else:
                 gone = int(conn.execute(sql.DELETE_ALL, (scope_id,)).rowcount)
-            if gone:  # the full-text index merged in the erase's transaction: the deleted rows' terms
-                conn.execute(sql.PURGE)  # go with their delete markers (``secure_delete`` zeroes the pages)
+            if gone:  # the scope's full-text table merged in the erase's transaction: the deleted rows'
+                conn.execute(sql.PURGE[scope_id % sql.FTS_BUCKETS])  # terms go with their delete markers
         if gone:
             truncate_wal(self.conn, self.path)
         return gone

@@ -1,9 +1,12 @@
 """A local store written by an older longterm version, moved to the current schema when it is opened.
 
-The seam: ``LocalBackend._open`` calls ``local_v1(conn, path)`` with its own connection; it
-looks for schema 1 (scopes spelled out in every row, hex ids, the text as 0.1 indexed it)
-and moves it over once, in one write transaction, safe against another process doing the
-same.
+The seam: ``LocalBackend._open`` calls ``upgrade(conn, path)`` with its own connection. It
+looks for schema 1 (scopes spelled out in every row, hex ids, the text as 0.1 indexed it) and
+schema 2 (one full-text table for every scope, rowids in the order saved), and moves either
+over once, in one write transaction, safe against another process doing the same: each
+record renumbered into its scope's rowid range, its vector with it, and the full-text tables
+filled from the records (``schema``, "Why the full-text index is ..."). Then it makes the
+triggers, which must not fire while rows move.
 
 Why apart from the engine: an upgrade reads a layout the engine writes no more, and goes
 when that version is no longer supported; the store keeps only the current schema.
@@ -15,9 +18,9 @@ import logging
 import sqlite3
 from pathlib import Path
 
-from ...core.sqlite import write_transaction
+from ...core.sqlite import schema_missing, write_transaction
 from ...retrieval.text import segment
-from .schema import COLUMNS, stored_id
+from .schema import COLUMNS, FTS_BUCKETS, ROW_BITS, TRIGGERS, stored_id
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +63,65 @@ def local_v1(conn: sqlite3.Connection, path: Path) -> None:
     conn.create_function("longterm_terms", 1, _local_terms, deterministic=True)
     with write_transaction(conn):
         if conn.execute(LOCAL_V1_TABLES).fetchone():  # another process may have moved it
-            for statement in LOCAL_V1.split(";\n"):
-                if statement.strip():
-                    conn.execute(statement)
+            for statement in _statements(LOCAL_V1):
+                conn.execute(statement)
+            _cluster(conn)
+
+
+#: A store of schema 2: one full-text table, and its triggers.
+LOCAL_V2_TABLES = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'records_fts'"
+LOCAL_V2 = """
+DROP TRIGGER IF EXISTS records_ai;
+DROP TRIGGER IF EXISTS records_ad;
+DROP TRIGGER IF EXISTS records_au;
+DROP TABLE records_fts
+"""
+#: Every record into its scope's rowid range (in the order saved), its vector along, and each
+#: scope's count of rowids given; then the full-text tables filled from the records.
+CLUSTER = f"""
+CREATE TEMP TABLE remap (old INTEGER PRIMARY KEY, new INTEGER NOT NULL);
+INSERT INTO remap SELECT rowid, (scope << {ROW_BITS}) + row_number() OVER (PARTITION BY scope ORDER BY rowid)
+    FROM records;
+UPDATE records SET rowid = (SELECT new FROM remap WHERE old = records.rowid);
+UPDATE embeddings SET rowid = (SELECT new FROM remap WHERE old = embeddings.rowid);
+UPDATE unembedded SET rowid = (SELECT new FROM remap WHERE old = unembedded.rowid);
+UPDATE scopes SET next_row = (SELECT count(*) FROM records WHERE scope = scopes.scope);
+DROP TABLE temp.remap;
+""" + "".join(
+    f"INSERT INTO records_fts_{b} (rowid, terms) SELECT rowid, coalesce(terms, text) FROM records "
+    f"WHERE scope % {FTS_BUCKETS} = {b};\n"
+    for b in range(FTS_BUCKETS)
+)
+
+
+def _statements(script: str) -> list[str]:
+    return [s for s in script.split(";\n") if s.strip()]
+
+
+def _cluster(conn: sqlite3.Connection) -> None:
+    """Inside the caller's write transaction: ``CLUSTER`` (foreign keys checked at its commit)."""
+    conn.execute("PRAGMA defer_foreign_keys = ON")
+    for statement in _statements(CLUSTER):
+        conn.execute(statement)
+
+
+def local_v2(conn: sqlite3.Connection, path: Path) -> None:
+    """Move a local store of schema 2 (one full-text table, rowids in the order saved) to this one."""
+    if not conn.execute(LOCAL_V2_TABLES).fetchone():
+        return
+    log.warning("local %s: moving the store to per-scope rowids and full-text tables (once; it may take a while)", path)
+    with write_transaction(conn):
+        if conn.execute(LOCAL_V2_TABLES).fetchone():  # another process may have moved it
+            for statement in _statements(LOCAL_V2):
+                conn.execute(statement)
+            if "next_row" not in {r[1] for r in conn.execute("PRAGMA table_info(scopes)")}:
+                conn.execute("ALTER TABLE scopes ADD COLUMN next_row INTEGER NOT NULL DEFAULT 0")
+            _cluster(conn)
+
+
+def upgrade(conn: sqlite3.Connection, path: Path) -> None:
+    """Move an older store to this schema (``local_v1``, ``local_v2``), then make the triggers."""
+    local_v1(conn, path)
+    local_v2(conn, path)
+    if schema_missing(conn, TRIGGERS):  # IF NOT EXISTS: another process making them too is harmless
+        conn.executescript(f"BEGIN IMMEDIATE;\n{TRIGGERS}\nCOMMIT;")
