@@ -1,36 +1,52 @@
-"""Embedded Qdrant: our backend next to raw qdrant-client local mode and raw qdrant-edge.
+"""Embedded Qdrant: our backend next to raw qdrant-edge and raw qdrant-client local mode.
 
-    python bench/qdrant_embedded.py [--sizes 10000 100000] [--queries 50]
+    python bench/qdrant_embedded.py [--sizes 10000 100000] [--queries 50] [--local-max 10000]
+                                    [--tree PATH] [--chunk 10]
 
-Same synthetic data as the other cost benchmarks (100 users); full-text only (sparse BM25
-vectors), filtered on the user. "longterm qdrant" goes through the public API on each
-embedded engine; "raw client" is qdrant-client's local mode called directly with the
-same points; "raw edge" is qdrant-edge-py (Qdrant's engine in-process) with the same
-points, a keyword index on user_id, and the same filtered sparse query. Prints a table.
+Same synthetic data as the other cost benchmarks (100 users, sessions of 100 turns); full-text
+only (sparse BM25 vectors), filtered on the user, top 5. "longterm qdrant" goes through the
+public API (``search_memory``: the full-text query, then its hits' session neighbours, then
+the facade's scoring) on each embedded engine; "raw edge" is qdrant-edge-py (Qdrant's engine
+in-process) with the same points, a keyword index on user_id and the same filtered sparse
+query; "raw client" is qdrant-client's local mode called the same way. ``--tree PATH`` also
+runs the ``longterm`` of another checkout (e.g. ``git archive HEAD | tar -x -C PATH``) in a
+process of its own, on its own store of the same data: the baseline of the same run.
+
+The systems save the data in turns of ``--chunk`` sessions (1,000 turns; saves/s: the records
+over each one's own time), then each query is asked of every system in turn, so all pay the
+same gaps between calls. Raw qdrant-edge asked back to back (its threads never idle, as this
+table was measured before) is the extra row "raw qdrant-edge, back to back". Under ours, the
+"of which" rows time the engine's parts on its thread: the full-text query (``_fulltext``) and
+the neighbours' read (``_around``; only searches with hits read neighbours). The ratios are
+against raw qdrant-edge in turn (saves: its saves/s). Prints a table and asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-sys.path.insert(0, str(ROOT))
+if not os.environ.get("QDRANT_BENCH_CHILD"):  # a --tree child takes longterm from its PYTHONPATH
+    sys.path.insert(0, str(ROOT))
 
-from _common import USERS, pct, through_api  # noqa: E402
+from _common import USERS, pct  # noqa: E402
 from _data import queries, sessions  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
 
 from longterm import LongTermMemory  # noqa: E402
 from longterm.retrieval.sparse import document_vector, query_vector  # noqa: E402
+
+TOP_K = 5
 
 
 def points(data):
@@ -40,79 +56,230 @@ def points(data):
             yield str(uuid.uuid5(uuid.NAMESPACE_URL, e["id"])), text, s["user_id"]
 
 
-async def ours(tmp: Path, data, qs, engine: str) -> dict:
-    config = {"path": str(tmp / f"ours-{engine}"), "engine": engine}
-    memory = LongTermMemory(backend="qdrant", backend_config=config, index="bench")
-    alone: list[float] = []
-    backend = memory.backend_instance
-    search = backend._fulltext
+def user(i: int) -> str:
+    return f"user-{i % USERS}"
 
-    def timed(*args):  # the engine's part of each search, on its own thread
+
+class Ours:
+    """Our backend through the public API, its engine's parts timed on its thread."""
+
+    def __init__(self, where: Path, engine: str) -> None:
+        config = {"path": str(where), "engine": engine}
+        self.memory = LongTermMemory(backend="qdrant", backend_config=config, index="bench")
+        self.parts: dict[str, list[float]] = {"fulltext": [], "around": []}
+        backend = self.memory.backend_instance
+        for name, attr in (("fulltext", "_fulltext"), ("around", "_around")):
+            setattr(backend, attr, self._timed(getattr(backend, attr), self.parts[name]))
+
+    @staticmethod
+    def _timed(fn, into: list[float]):
+        def timed(*args):
+            t = time.perf_counter()
+            try:
+                return fn(*args)
+            finally:
+                into.append(time.perf_counter() - t)
+
+        return timed
+
+    async def save(self, i: int, session: dict) -> float:
         t = time.perf_counter()
-        try:
-            return search(*args)
-        finally:
-            alone.append(time.perf_counter() - t)
+        await self.memory.add_session_to_memory(session)
+        return time.perf_counter() - t
 
-    backend._fulltext = timed
-    return {**await through_api(memory, data, qs), "alone": alone}
+    async def done(self) -> float:
+        return 0.0
 
-
-def raw_client(tmp: Path, data, qs) -> dict:
-    from qdrant_client import QdrantClient
-    from qdrant_client import models as m
-
-    def sparse(vector: tuple[list[int], list[float]]) -> m.SparseVector:
-        return m.SparseVector(indices=vector[0], values=vector[1])
-
-    c = QdrantClient(path=str(tmp / "raw"))
-    c.create_collection(
-        "b", vectors_config={}, sparse_vectors_config={"text": m.SparseVectorParams(modifier=m.Modifier.IDF)}
-    )
-    pts = list(points(data))
-    t = time.perf_counter()
-    for i in range(0, len(pts), 100):
-        batch = [
-            m.PointStruct(id=pid, vector={"text": sparse(document_vector(text))}, payload={"user_id": u, "text": text})
-            for pid, text, u in pts[i : i + 100]
-        ]
-        c.upsert("b", batch, wait=True)
-    rate = len(pts) / (time.perf_counter() - t)
-    lat = []
-    for i, q in enumerate(qs):
-        flt = m.Filter(must=[m.FieldCondition(key="user_id", match=m.MatchValue(value=f"user-{i % USERS}"))])
+    async def ask(self, i: int, q: str) -> float:
         t = time.perf_counter()
-        c.query_points("b", query=sparse(query_vector(q)), using="text", query_filter=flt, limit=5, with_payload=True)
-        lat.append(time.perf_counter() - t)
-    c.close()
-    return {"rate": rate, "lat": lat}
+        await self.memory.search_memory(app_name="bench", user_id=user(i), query=q, top_k=TOP_K)
+        return time.perf_counter() - t
 
 
-def raw_edge(tmp: Path, data, qs) -> dict:
-    import qdrant_edge as e
+class RawEdge:
+    def __init__(self, where: Path) -> None:
+        import qdrant_edge as e
 
-    config = e.EdgeConfig(sparse_vectors={"text": e.EdgeSparseVectorParams(modifier=e.Modifier.Idf)})
-    shard = e.EdgeShard.create(str(tmp / "edge"), config)
-    shard.update(e.UpdateOperation.create_field_index("user_id", e.PayloadSchemaType.Keyword))
-    pts = list(points(data))
-    t = time.perf_counter()
-    for i in range(0, len(pts), 100):
+        self.e = e
+        config = e.EdgeConfig(sparse_vectors={"text": e.EdgeSparseVectorParams(modifier=e.Modifier.Idf)})
+        self.shard = e.EdgeShard.create(str(where), config)
+        self.shard.update(e.UpdateOperation.create_field_index("user_id", e.PayloadSchemaType.Keyword))
+
+    async def save(self, i: int, session: dict) -> float:
+        e, t = self.e, time.perf_counter()
         batch = [
             e.Point(pid, {"text": e.SparseVector(*document_vector(text))}, {"user_id": u, "text": text})
-            for pid, text, u in pts[i : i + 100]
+            for pid, text, u in points([session])
         ]
-        shard.update(e.UpdateOperation.upsert_points(batch))
-    shard.flush()
-    rate = len(pts) / (time.perf_counter() - t)
-    lat = []
-    for i, q in enumerate(qs):
-        flt = e.Filter(must=[e.FieldCondition(key="user_id", match=e.MatchValue(f"user-{i % USERS}"))])
+        self.shard.update(e.UpdateOperation.upsert_points(batch))
+        return time.perf_counter() - t
+
+    async def done(self) -> float:
+        t = time.perf_counter()
+        self.shard.flush()
+        return time.perf_counter() - t
+
+    async def ask(self, i: int, q: str) -> float:
+        e = self.e
+        flt = e.Filter(must=[e.FieldCondition(key="user_id", match=e.MatchValue(user(i)))])
         query = e.Query.Nearest(e.SparseVector(*query_vector(q)), using="text")
         t = time.perf_counter()
-        shard.query(e.QueryRequest(limit=5, query=query, filter=flt, with_payload=True))
-        lat.append(time.perf_counter() - t)
-    shard.close()
-    return {"rate": rate, "lat": lat}
+        self.shard.query(e.QueryRequest(limit=TOP_K, query=query, filter=flt, with_payload=True))
+        return time.perf_counter() - t
+
+
+class RawClient:
+    def __init__(self, where: Path) -> None:
+        from qdrant_client import QdrantClient
+        from qdrant_client import models as m
+
+        self.m, self.c = m, QdrantClient(path=str(where))
+        text = {"text": m.SparseVectorParams(modifier=m.Modifier.IDF)}
+        self.c.create_collection("b", vectors_config={}, sparse_vectors_config=text)
+
+    def sparse(self, vector: tuple[list[int], list[float]]) -> Any:
+        return self.m.SparseVector(indices=vector[0], values=vector[1])
+
+    async def save(self, i: int, session: dict) -> float:
+        m, t = self.m, time.perf_counter()
+        batch = [
+            m.PointStruct(
+                id=pid, vector={"text": self.sparse(document_vector(text))}, payload={"user_id": u, "text": text}
+            )
+            for pid, text, u in points([session])
+        ]
+        self.c.upsert("b", batch, wait=True)
+        return time.perf_counter() - t
+
+    async def done(self) -> float:
+        return 0.0
+
+    async def ask(self, i: int, q: str) -> float:
+        m = self.m
+        flt = m.Filter(must=[m.FieldCondition(key="user_id", match=m.MatchValue(value=user(i)))])
+        t = time.perf_counter()
+        self.c.query_points("b", query=self.sparse(query_vector(q)), using="text", query_filter=flt, limit=TOP_K)
+        return time.perf_counter() - t
+
+
+class Tree:
+    """``Ours`` of another checkout, in a child process: this script, ``--child``, on its PYTHONPATH."""
+
+    def __init__(self, tree: Path, where: Path, n: int) -> None:
+        env = dict(os.environ, PYTHONPATH=str(tree), QDRANT_BENCH_CHILD="1")
+        cmd = [sys.executable, __file__, "--child", str(where), "--sizes", str(n)]
+        self.proc = subprocess.Popen(cmd, cwd=tree, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.parts: dict[str, list[float]] = {"fulltext": [], "around": []}
+
+    def _read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"the --tree child ended (exit {self.proc.wait()}); its error is above")
+        return json.loads(line)
+
+    def _call(self, *request: object) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    async def save(self, i: int, session: dict) -> float:
+        return float(self._call("save", i)["s"])  # its own copy of session i (the same data)
+
+    async def done(self) -> float:
+        return 0.0
+
+    async def ask(self, i: int, q: str) -> float:
+        got = self._call("ask", i, q)
+        for name, values in got["parts"].items():
+            self.parts[name] += values
+        return float(got["s"])
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=300)
+
+
+async def child(where: Path, n: int) -> None:
+    """The --tree side: each request line ("save", i) or ("ask", i, query) answered with its timings."""
+    ours, data = Ours(where, "edge"), list(sessions(n, USERS))
+    print(f"the --tree child runs {sys.modules['longterm'].__file__}", file=sys.stderr)
+    for line in sys.stdin:
+        what, i, *q = json.loads(line)
+        if what == "save":
+            print(json.dumps({"s": await ours.save(i, data[i])}), flush=True)
+            continue
+        s = await ours.ask(i, q[0])
+        print(json.dumps({"s": s, "parts": ours.parts}), flush=True)
+        for v in ours.parts.values():
+            v.clear()
+    await ours.memory.close()
+
+
+async def run_size(n: int, args: argparse.Namespace, tmp: Path, console: Any) -> list[tuple[str, dict]]:
+    data, qs, d = list(sessions(n, USERS)), queries(args.queries), tmp / str(n)
+    d.mkdir()
+    systems: list[tuple[str, Any]] = [
+        ("raw qdrant-edge", RawEdge(d / "edge")),
+        ("longterm qdrant, engine=edge (default)", Ours(d / "ours-edge", "edge")),
+    ]
+    if args.tree:
+        systems.append(("  the same, --tree (before)", Tree(Path(args.tree).resolve(), d / "tree-edge", n)))
+    if n <= args.local_max:  # the pure-Python local mode takes minutes beyond this
+        systems += [
+            ("raw qdrant-client local", RawClient(d / "raw")),
+            ("longterm qdrant, engine=local", Ours(d / "ours-local", "local")),
+        ]
+    console.print(f"{n:,} records: saving, {args.chunk} sessions at a time by each of {len(systems)} systems ...")
+    spent = {label: 0.0 for label, _ in systems}
+    for start in range(0, len(data), args.chunk):
+        for label, system in systems:
+            for i in range(start, min(len(data), start + args.chunk)):
+                spent[label] += await system.save(i, data[i])
+    for label, system in systems:
+        spent[label] += await system.done()
+    records = sum(len(s["events"]) for s in data)
+    results = {label: {"rate": records / spent[label], "lat": []} for label, _ in systems}
+    console.print(f"{n:,} records: searching, each query in turn ...")
+    raw = systems[0][1]
+    tight = [await raw.ask(i, q) for i, q in enumerate(qs)]  # back to back, as measured before
+    for i, q in enumerate(qs):
+        for label, system in systems:
+            results[label]["lat"].append(await system.ask(i, q))
+    out: list[tuple[str, dict]] = []
+    for label, system in systems:
+        out.append((label, results[label]))
+        if label == "raw qdrant-edge":
+            out.append(("raw qdrant-edge, back to back", {"lat": tight}))
+        for name, what in (("fulltext", "the full-text query"), ("around", "the neighbours' read")):
+            if getattr(system, "parts", {}).get(name):
+                out.append((f"    of which {what} alone", {"lat": system.parts[name]}))
+        if isinstance(system, Ours):
+            await system.memory.close()
+        elif isinstance(system, Tree):
+            system.close()
+    return out
+
+
+def table(rows: dict[int, list[tuple[str, dict]]], args: argparse.Namespace) -> Any:
+    from rich.table import Table
+
+    title = f"embedded Qdrant, filtered full-text search ({USERS} users, {args.queries} queries, top {TOP_K})"
+    t = Table(title=title)
+    for col in ("records", "system", "saves/s", "x raw", "search p50 ms", "x raw", "p95 ms"):
+        t.add_column(col, justify="right")
+    for n, results in rows.items():
+        base = dict(results)["raw qdrant-edge"]
+        base_rate, base_p50 = base["rate"], pct(base["lat"], 0.5)
+        for label, r in results:
+            p50 = pct(r["lat"], 0.5)
+            rate = f"{r['rate']:,.0f}" if "rate" in r else ""
+            rate_x = f"{r['rate'] / base_rate:.2f}" if "rate" in r else ""
+            cells = (f"{n:,}", label, rate, rate_x, f"{p50:.2f}", f"{p50 / base_p50:.1f}", f"{pct(r['lat'], 0.95):.2f}")
+            t.add_row(*cells)
+    return t
 
 
 def main() -> None:
@@ -120,37 +287,22 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--local-max", type=int, default=10_000, help="largest size run on qdrant-client's local mode")
+    ap.add_argument("--tree", help="another checkout whose longterm runs too (the baseline)")
+    ap.add_argument("--chunk", type=int, default=10, help="sessions each system saves in its turn")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child:
+        asyncio.run(child(Path(args.child), args.sizes[0]))
+        return
+    from rich.console import Console
+
     console = Console(width=140)
-    table = Table(title=f"embedded Qdrant, filtered full-text search ({USERS} users, {args.queries} queries, top 5)")
-    for col in ("records", "system", "saves/s", "search p50 ms", "p95 ms", "qps"):
-        table.add_column(col, justify="right")
-    qs = queries(args.queries)
+    rows: dict[int, list[tuple[str, dict]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["LONGTERM_HOME"] = tmp
         for n in args.sizes:
-            data = list(sessions(n, USERS))
-            d = Path(tmp) / str(n)
-            d.mkdir()
-            runs = [("raw qdrant-edge", "raw", "edge"), ("longterm qdrant, engine=edge (default)", "ours", "edge")]
-            if n <= args.local_max:  # the pure-Python local mode takes minutes beyond this
-                runs += [
-                    ("raw qdrant-client local", "raw", "local"),
-                    ("longterm qdrant, engine=local", "ours", "local"),
-                ]
-            for label, who, engine in runs:
-                console.print(f"{n:,} records: {label} ...")
-                if who == "ours":
-                    r = asyncio.run(ours(d, data, qs, engine))
-                else:
-                    r = (raw_edge if engine == "edge" else raw_client)(d, data, qs)
-                p50, p95, qps = pct(r["lat"], 0.5), pct(r["lat"], 0.95), len(r["lat"]) / max(1e-9, sum(r["lat"]))
-                console.print(f"   saves/s {r['rate']:,.0f}, search p50 {p50:.2f} ms, p95 {p95:.2f} ms")
-                table.add_row(f"{n:,}", label, f"{r['rate']:,.0f}", f"{p50:.2f}", f"{p95:.2f}", f"{qps:,.0f}")
-                if "alone" in r:  # what the facade and the hand-off to the engine's thread add
-                    p50, p95 = pct(r["alone"], 0.5), pct(r["alone"], 0.95)
-                    table.add_row("", "  of which the engine's search alone", "", f"{p50:.2f}", f"{p95:.2f}", "")
-    console.print(table)
+            rows[n] = asyncio.run(run_size(n, args, Path(tmp), console))
+    console.print(table(rows, args))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 
 The seam: ``QdrantEdgeBackend`` spells ``common.QdrantEngine``'s hooks with
 ``qdrant-edge-py`` (an ``EdgeShard`` in ``<path>/<index>/shard``), on one thread; the default
-embedded Qdrant, orders of magnitude faster than qdrant-client's local mode.
+embedded Qdrant, orders of magnitude faster than qdrant-client's local mode. A hit's neighbours
+are read a few points each side of it (``windows.EdgeWindows``) where the store indexes its
+points' time (a store made since: ``_load`` makes the indexes); an older one reads sessions whole.
 
 Why so, in short (at length in docs/backends.md, "qdrant"): the ledger and meta are a
 ``SideLedger`` file in the store's directory (exact lookups, one SQLite transaction each); an
@@ -36,6 +38,7 @@ from ...errors import BackendError, require
 from ...records import Scope
 from ...retrieval.fusion import RRF_K
 from .common import DENSE, INDEX_KEY, RULES, SCOPE_FIELDS, SPARSE, QdrantEngine, collection_name, let_go
+from .windows import WINDOW_INDEXES, EdgeWindows, windows_ready
 
 LOCK_FILE, SHARD_DIR, LEDGER_FILE = ".longterm.lock", "shard", "ledger.db"
 #: What qdrant-edge says of damaged files (its config, WAL, segments), lower case.
@@ -50,7 +53,7 @@ DAMAGED = Rule(
 BATCH = 32
 
 
-class QdrantEdgeBackend(QdrantEngine):
+class QdrantEdgeBackend(EdgeWindows, QdrantEngine):
     unreachable: ClassVar[str] = "Check the path and its permissions."
     packed_payload: ClassVar[bool] = True  # one process per store: no older reader shares it
     rules: ClassVar[Sequence[Rule]] = (*RULES, *SQLITE_RULES, DAMAGED)  # the ledger is SQLite
@@ -92,6 +95,7 @@ class QdrantEdgeBackend(QdrantEngine):
             raise
         self._shard, self._lock_fd = shard, fd
         self._release = weakref.finalize(self, _release, shard, fd, self._side())
+        self.windowed = windows_ready(self._e, shard)
         if self._side().meta_get(INDEX_KEY) != self.index:
             self._side().meta_set(INDEX_KEY, self.index)
 
@@ -104,8 +108,9 @@ class QdrantEdgeBackend(QdrantEngine):
         dense = {DENSE: e.EdgeVectorParams(size=dim, distance=e.Distance.Cosine)} if dim else {}
         text = {SPARSE: e.EdgeSparseVectorParams(modifier=e.Modifier.Idf)}
         shard = e.EdgeShard.create(str(shard_dir), e.EdgeConfig(vectors=dense, sparse_vectors=text))
-        for field in SCOPE_FIELDS:
-            shard.update(e.UpdateOperation.create_field_index(field, e.PayloadSchemaType.Keyword))
+        indexes = [(field, "Keyword") for field in SCOPE_FIELDS] + list(WINDOW_INDEXES)
+        for field, kind in indexes:
+            shard.update(e.UpdateOperation.create_field_index(field, getattr(e.PayloadSchemaType, kind)))
         shard.flush()
         return shard
 
