@@ -224,7 +224,9 @@ class LocalBackend(LocalSessions, Engine):
         if row is None and create:
             with write_transaction(self.conn) as conn:
                 conn.execute(sql.ADD_SCOPE, args)
-            row = self.conn.execute(sql.GET_SCOPE, args).fetchone()
+                row = conn.execute(sql.GET_SCOPE, args).fetchone()
+                for statement in sql.BUCKET_DDL[row[0] % sql.FTS_BUCKETS]:  # its full-text table, if new
+                    conn.execute(statement)
         if row is not None:
             self._scope_cache[(app, user)] = row[0]
         return None if row is None else int(row[0])

@@ -5,8 +5,8 @@ looks for schema 1 (scopes spelled out in every row, hex ids, the text as 0.1 in
 schema 2 (one full-text table for every scope, rowids in the order saved), and moves either
 over once, in one write transaction, safe against another process doing the same: each
 record renumbered into its scope's rowid range, its vector with it, and the full-text tables
-filled from the records (``schema``, "Why the full-text index is ..."). Then it makes the
-triggers, which must not fire while rows move.
+filled from the records (``schema``, "Why the full-text index is ..."): the tables of the
+buckets in use, and their triggers, made after the rows moved, so that moving them fires none.
 
 Why apart from the engine: an upgrade reads a layout the engine writes no more, and goes
 when that version is no longer supported; the store keeps only the current schema.
@@ -18,9 +18,9 @@ import logging
 import sqlite3
 from pathlib import Path
 
-from ...core.sqlite import schema_missing, write_transaction
+from ...core.sqlite import write_transaction
 from ...retrieval.text import segment
-from .schema import COLUMNS, FTS_BUCKETS, ROW_BITS, TRIGGERS, stored_id
+from .schema import BUCKET_DDL, COLUMNS, FTS_BUCKETS, ROW_BITS, stored_id
 
 log = logging.getLogger(__name__)
 
@@ -87,10 +87,12 @@ UPDATE embeddings SET rowid = (SELECT new FROM remap WHERE old = embeddings.rowi
 UPDATE unembedded SET rowid = (SELECT new FROM remap WHERE old = unembedded.rowid);
 UPDATE scopes SET next_row = (SELECT count(*) FROM records WHERE scope = scopes.scope);
 DROP TABLE temp.remap;
-""" + "".join(
-    f"INSERT INTO records_fts_{b} (rowid, terms) SELECT rowid, coalesce(terms, text) FROM records "
-    f"WHERE scope % {FTS_BUCKETS} = {b};\n"
-    for b in range(FTS_BUCKETS)
+"""
+#: The full-text tables of the buckets that have scopes, filled from the records.
+BUCKETS = f"SELECT DISTINCT scope % {FTS_BUCKETS} FROM scopes"
+FILL = (
+    "INSERT INTO records_fts_{b} (rowid, terms) SELECT rowid, coalesce(terms, text) FROM records "
+    "WHERE scope % {n} = {b}"
 )
 
 
@@ -103,6 +105,10 @@ def _cluster(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA defer_foreign_keys = ON")
     for statement in _statements(CLUSTER):
         conn.execute(statement)
+    for (bucket,) in conn.execute(BUCKETS).fetchall():
+        for statement in BUCKET_DDL[bucket]:
+            conn.execute(statement)
+        conn.execute(FILL.format(b=bucket, n=FTS_BUCKETS))
 
 
 def local_v2(conn: sqlite3.Connection, path: Path) -> None:
@@ -120,8 +126,6 @@ def local_v2(conn: sqlite3.Connection, path: Path) -> None:
 
 
 def upgrade(conn: sqlite3.Connection, path: Path) -> None:
-    """Move an older store to this schema (``local_v1``, ``local_v2``), then make the triggers."""
+    """Move an older store to this schema (``local_v1``, ``local_v2``)."""
     local_v1(conn, path)
     local_v2(conn, path)
-    if schema_missing(conn, TRIGGERS):  # IF NOT EXISTS: another process making them too is harmless
-        conn.executescript(f"BEGIN IMMEDIATE;\n{TRIGGERS}\nCOMMIT;")
