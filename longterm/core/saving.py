@@ -132,8 +132,8 @@ class Saving:
     def _plan_now(self, scope: Scope, session_id: str, plan: Callable[[set[str]], PlanT], new_only: bool) -> PlanT:
         planned = plan(self._saved(scope, session_id))
         records = list(planned.records)
-        if limits.doubtful(records, self.limit):
-            self.check_sizes(records)
+        if doubtful := limits.doubtful(records, self.limit):
+            self.check_sizes(doubtful)  # already on the worker: counted here, as ``_before_write`` has it done
         self._now(records, None, scope, session_id, list(planned.covered), new_only)
         return planned
 

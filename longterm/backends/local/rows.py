@@ -2,8 +2,9 @@
 
 The seam: ``to_row(scope_id, record)`` is the ``UPSERT`` row of a record (``schema``), and
 ``to_record(row, scope)`` the record of a row read back (``survivors``: those of a fused
-list of row ids); ``match(terms)`` is the FTS5 expression of a search, built only from quoted
-terms (never FTS5 syntax); ``put(conn, rows)`` writes rows in the caller's transaction: a new
+list of row ids); ``fts_query(terms)`` is the FTS5 expression of a search, built only from
+quoted terms (never FTS5 syntax; the scope is the rowid range, ``schema.row_range``);
+``put(conn, rows)`` writes rows in the caller's transaction: a new
 record at the next rowid of its scope, with its full-text row in its scope's table
 (``schema``, "Why the full-text index is ..."), a record that exists by the ``UPSERT``.
 """
@@ -20,13 +21,13 @@ from ...records import Hit, MemoryRecord, Scope
 from ...retrieval.text import segment
 from .schema import (
     BY_ROWID,
-    FTS_BUCKETS,
     HELD,
     INDEX_ROW,
     INSERT,
     MAX_SCOPE,
     TAKE_ROWS,
     UPSERT,
+    bucket,
     row_range,
     stored_id,
 )
@@ -74,16 +75,17 @@ def to_row(scope: int, r: MemoryRecord) -> tuple[Any, ...]:
     return (*row, r.text, content, r.timestamp, metadata, None if terms == r.text else terms)
 
 
-def match(terms: Sequence[str]) -> str:
-    """The FTS5 expression of a search of ``terms`` (the scope is the rowid range: ``schema.row_range``)."""
-    return fts_query(terms)
+#: Per (scope, session): which events have a record (``put``'s ``held``).
+Held = dict[tuple[int, str], set[str]]
 
 
-def put(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> None:
+def put(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]], held: Held | None = None) -> None:
     """Write ``rows`` (``to_row``'s) in the caller's write transaction: those of events without a
     record get the next rowids of their scope and a full-text row; the others go through the
-    ``UPSERT`` (the update triggers re-index a changed text)."""
-    held: dict[tuple[int, str], set[str]] = {}
+    ``UPSERT`` (the update triggers re-index a changed text). ``held``: per (scope, session), which
+    of the rows' events have a record, where the caller read it in this transaction (those keys
+    are not read again); it is added to."""
+    held = {} if held is None else held
     fresh: dict[int, list[tuple[Any, ...]]] = {}
     again = []
     for row in rows:
@@ -102,7 +104,7 @@ def put(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> None:
         first = row_range(scope)[0] + last - len(new) + 1
         conn.executemany(INSERT, [(first + i, *row) for i, row in enumerate(new)])
         conn.executemany(
-            INDEX_ROW[scope % FTS_BUCKETS],
+            INDEX_ROW[bucket(scope)],
             [(first + i, row[-1] if row[-1] is not None else row[7]) for i, row in enumerate(new)],
         )
     if again:

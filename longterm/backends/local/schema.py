@@ -49,6 +49,11 @@ ROW_BITS = 32
 MAX_SCOPE = (1 << (63 - ROW_BITS)) - 1
 
 
+def bucket(scope: int) -> int:
+    """The full-text table ``scope`` is indexed in: ``records_fts_{bucket(scope)}``."""
+    return scope % FTS_BUCKETS
+
+
 def row_range(scope: int) -> tuple[int, int]:
     """The first and last rowid scope ``scope`` may hold."""
     return scope << ROW_BITS, ((scope + 1) << ROW_BITS) - 1
@@ -139,7 +144,7 @@ TAKE_ROWS = "UPDATE scopes SET next_row = next_row + ?1 WHERE scope = ?2 RETURNI
 INDEX_ROW = [f"INSERT INTO records_fts_{b} (rowid, terms) VALUES (?, ?)" for b in range(FTS_BUCKETS)]
 
 _SEARCH = """
-SELECT r.rowid, {columns}, f.rank FROM (
+SELECT r.rowid{columns}, f.rank FROM (
     SELECT rowid, bm25(records_fts_{b}) AS rank FROM records_fts_{b}
     WHERE records_fts_{b} MATCH ?1 AND rowid BETWEEN ?2 AND ?3 ORDER BY rank LIMIT ?5
 ) AS f JOIN records AS r ON r.rowid = f.rowid
@@ -151,9 +156,9 @@ _RECORD = ", ".join("r." + c.strip() for c in COLUMNS.split(","))
 #: rowid of the scope, scope, k). Ranked in the full-text table alone, the records read after
 #: the limit (the scope check too, though the rowid range already holds only the scope's rows):
 #: a record looked up per match cost a third of a frequent-word search.
-SEARCH = [_SEARCH.format(columns=_RECORD, b=b) for b in range(FTS_BUCKETS)]
+SEARCH = [_SEARCH.format(columns=", " + _RECORD, b=b) for b in range(FTS_BUCKETS)]
 #: The same, rowids and ranks only (hybrid search fuses on them before reading a record).
-SEARCH_IDS = [_SEARCH.format(columns="NULL", b=b).replace("r.rowid, NULL,", "r.rowid,") for b in range(FTS_BUCKETS)]
+SEARCH_IDS = [_SEARCH.format(columns="", b=b) for b in range(FTS_BUCKETS)]
 BY_ROWID = f"SELECT rowid, {COLUMNS} FROM records WHERE rowid = ? AND scope = ?"
 COUNT = "SELECT count(*) FROM records WHERE scope = ?"
 SCAN = f"""

@@ -47,7 +47,7 @@ from ...core.selection import Page, unsaved
 from ...core.sqlite import BUSY_TIMEOUT_MS, SQLITE_RULES, connect, hold_locks_after_fork, reader, write_transaction
 from ...records import Hit, MemoryRecord, Scope
 from . import schema as sql
-from .rows import match, put, survivors, to_record, to_row
+from .rows import Held, fts_query, put, survivors, to_record, to_row
 from .sessions import LocalSessions
 from .upgrade import upgrade
 
@@ -225,7 +225,7 @@ class LocalBackend(LocalSessions, Engine):
             with write_transaction(self.conn) as conn:
                 conn.execute(sql.ADD_SCOPE, args)
                 row = conn.execute(sql.GET_SCOPE, args).fetchone()
-                for statement in sql.BUCKET_DDL[row[0] % sql.FTS_BUCKETS]:  # its full-text table, if new
+                for statement in sql.BUCKET_DDL[sql.bucket(row[0])]:  # its full-text table, if new
                     conn.execute(statement)
         if row is not None:
             self._scope_cache[(app, user)] = row[0]
@@ -235,10 +235,10 @@ class LocalBackend(LocalSessions, Engine):
         """Outside the write transaction: a scope made there would vanish with a rollback."""
         return {pair: self._scope(*pair, create=True) for pair in {(r.app_name, r.user_id) for r in records}}  # type: ignore[misc]
 
-    def _put(self, records: Records, vectors: Vectors, ids: dict[tuple[str, str], int]) -> None:
-        """The records (and vectors) inside the caller's transaction."""
+    def _put(self, records: Records, vectors: Vectors, ids: dict[tuple[str, str], int], held: Held | None) -> None:
+        """The records (and vectors) inside the caller's transaction (``held``: ``rows.put``'s)."""
         rows = [to_row(ids[r.app_name, r.user_id], r) for r in records]
-        put(self.conn, rows)
+        put(self.conn, rows, held)
         if self._vectors is not None and vectors is not None:
             self._vectors.write(self.conn, [row[0:1] + row[2:4] for row in rows], vectors)
             self.conn.executemany(sql.BUMP_VERSION, [(i,) for i in set(ids.values())])
@@ -247,7 +247,7 @@ class LocalBackend(LocalSessions, Engine):
     def _write(self, records: Records, vectors: Vectors) -> None:
         ids = self._scope_ids(records)
         with write_transaction(self.conn):
-            self._put(records, vectors, ids)
+            self._put(records, vectors, ids, None)
 
     @override
     def _commit(
@@ -257,11 +257,14 @@ class LocalBackend(LocalSessions, Engine):
         ids = self._scope_ids(records)
         scope_pair = (scope.app_name, scope.user_id)
         scope_id = self._scope(*scope_pair, create=True)
+        held: Held | None = None
         with write_transaction(self.conn) as conn:
             if new_only:  # read under the write lock: no worker saves and no erase comes in between
                 records, vectors = unsaved(records, vectors, self._ledger_saved(scope, session_id))
+                if scope_id is not None:  # that read: none of this session's records left has a row
+                    held = {(scope_id, session_id): set()}
             if records:
-                self._put(records, vectors, ids)
+                self._put(records, vectors, ids, held)
             # A record is its own event's ledger entry: only the events without one go here.
             kept = {r.event_id for r in records if (r.app_name, r.user_id, r.session_id) == (*scope_pair, session_id)}
             conn.executemany(sql.INSERT_SAVED, [(scope_id, session_id, e) for e in event_ids if e not in kept])
@@ -292,8 +295,8 @@ class LocalBackend(LocalSessions, Engine):
         scope_id = self._scope(scope.app_name, scope.user_id, conn=conn)
         if scope_id is None:
             return []
-        args = (match(query.terms), *sql.row_range(scope_id), scope_id, k)
-        rows = conn.execute(sql.SEARCH[scope_id % sql.FTS_BUCKETS], args)
+        args = (fts_query(query.terms), *sql.row_range(scope_id), scope_id, k)
+        rows = conn.execute(sql.SEARCH[sql.bucket(scope_id)], args)
         return [(to_record(row[1:-1], scope), -row[-1]) for row in rows]
 
     @override
@@ -308,8 +311,8 @@ class LocalBackend(LocalSessions, Engine):
         vectors, depth = self._vectors, self.hybrid.depth(k)
         scoped = vectors.matrix(conn, scope_id)
         pending = vectors.top_soon(scoped, vector, depth) if vector is not None else None
-        args = (match(query.terms), *sql.row_range(scope_id), scope_id, depth)
-        text_rows = [(r[0], -r[1]) for r in conn.execute(sql.SEARCH_IDS[scope_id % sql.FTS_BUCKETS], args)]
+        args = (fts_query(query.terms), *sql.row_range(scope_id), scope_id, depth)
+        text_rows = [(r[0], -r[1]) for r in conn.execute(sql.SEARCH_IDS[sql.bucket(scope_id)], args)]
         near = pending.result() if pending is not None else []
         fused = self.hybrid.fuse({"fulltext": text_rows, "vector": near})
         return survivors(conn, fused, scope, scope_id, k, degraded)
@@ -330,7 +333,7 @@ class LocalBackend(LocalSessions, Engine):
             else:
                 gone = int(conn.execute(sql.DELETE_ALL, (scope_id,)).rowcount)
             if gone:  # the scope's full-text table merged in the erase's transaction: the deleted rows'
-                conn.execute(sql.PURGE[scope_id % sql.FTS_BUCKETS])  # terms go with their delete markers
+                conn.execute(sql.PURGE[sql.bucket(scope_id)])  # terms go with their delete markers
         if gone:
             truncate_wal(self.conn, self.path)
         return gone
