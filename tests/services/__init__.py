@@ -69,7 +69,7 @@ class Mem0Provider:
         return None
 
 
-from tests.services.opensearch_node import OpenSearchNode  # noqa: E402
+from tests.services.opensearch_node import QUICK_TEMPLATE, OpenSearchNode  # noqa: E402
 from tests.services.redis_server import RedisServer  # noqa: E402
 
 #: Keyed by test id; ``provider.name`` is the backend name (one backend may have several
@@ -80,5 +80,5 @@ PROVIDERS: dict[str, Provider] = {
     "qdrant-edge": QdrantEmbeddedProvider("edge"),
     "qdrant-local": QdrantEmbeddedProvider("local"),
     "mem0": Mem0Provider(),
-    "opensearch": OpenSearchNode(),
+    "opensearch": OpenSearchNode(template=QUICK_TEMPLATE),
 }

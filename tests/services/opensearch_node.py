@@ -8,11 +8,13 @@ its standard input closes, so a crashed run cannot leave it behind; ``kill`` is 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import threading
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
@@ -24,12 +26,21 @@ TARGET = HERE / "target"
 KNN = "org.opensearch.knn.plugin.KNNPlugin"
 
 
+#: What the tests' node sets on the indices the tests make (``t*``, ``config``'s prefix), as an
+#: operator would with an index template: a save's ``refresh=wait_for`` waits for the next
+#: refresh (1 s by default: half a second a save, most of the OpenSearch tests' time). The code
+#: under test is the same; benchmarks keep the engine's defaults (``OpenSearchNode()``).
+QUICK_TEMPLATE = {"index_patterns": ["t*"], "template": {"settings": {"index": {"refresh_interval": "50ms"}}}}
+
+
 class OpenSearchNode:
     name = "opensearch"
 
-    def __init__(self, heap: str = "1g", cluster: dict[str, str] | None = None) -> None:
+    def __init__(self, heap: str = "1g", cluster: dict[str, str] | None = None, template: dict | None = None) -> None:
         """``heap``: the JVM's largest heap; ``cluster``: the ``longterm.*`` system properties of
-        a node of a cluster (see Node.java), else the node is a cluster of its own."""
+        a node of a cluster (see Node.java), else the node is a cluster of its own; ``template``:
+        an index template put once the node serves (``QUICK_TEMPLATE``: the tests')."""
+        self.template = template
         self.port = 0
         self.transport = 0
         self.heap = heap
@@ -41,6 +52,13 @@ class OpenSearchNode:
     def start(self, workdir: Path, wait: float = 180) -> None:
         self.launch(workdir)
         self.wait_ready(wait)
+        if self.template is not None:
+            body = json.dumps(self.template).encode()
+            req = urllib.request.Request(
+                f"{self.url}/_index_template/longterm-tests", body, {"Content-Type": "application/json"}, method="PUT"
+            )
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                assert resp.status == 200, resp.read()
 
     def launch(self, workdir: Path) -> None:
         """Start the JVM; ``wait_ready`` waits for it to serve."""
