@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -7,6 +10,32 @@ import pytest
 
 from longterm.testing import make_session  # noqa: F401  (one copy; tests import it from here)
 from tests.services import PROVIDERS
+from tests.services.opensearch_node import SHARED_URL, OpenSearchNode
+
+_shared: list[OpenSearchNode] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, the controller launches one OpenSearch node for all its workers (they
+    attach to it: ``SHARED_URL``, inherited when they start), and stops it at the end: one JVM's
+    start, warm-up and heap a run instead of one a worker. It starts in the background while the
+    workers collect; a worker waits for it only when a test needs it."""
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return
+    if os.environ.get(SHARED_URL):
+        return  # an outer run's node
+    node = OpenSearchNode()
+    node.launch(Path(tempfile.mkdtemp(prefix="longterm-opensearch-")))
+    os.environ[SHARED_URL] = node.url
+    _shared.append(node)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for node in _shared:
+        node.stop()
+        os.environ.pop(SHARED_URL, None)
+        shutil.rmtree(node.workdir, ignore_errors=True)
+    _shared.clear()
 
 
 @pytest.fixture(autouse=True)

@@ -30,6 +30,9 @@ KNN = "org.opensearch.knn.plugin.KNNPlugin"
 #: operator would with an index template: a save's ``refresh=wait_for`` waits for the next
 #: refresh (1 s by default: half a second a save, most of the OpenSearch tests' time). The code
 #: under test is the same; benchmarks keep the engine's defaults (``OpenSearchNode()``).
+#: Set by the run's controller (``tests/conftest.py``) to the node it launched for all its workers.
+SHARED_URL = "LONGTERM_TEST_OPENSEARCH_URL"
+
 QUICK_TEMPLATE = {"index_patterns": ["t*"], "template": {"settings": {"index": {"refresh_interval": "50ms"}}}}
 
 
@@ -46,19 +49,44 @@ class OpenSearchNode:
         self.heap = heap
         self.cluster = cluster
         self.proc: subprocess.Popen | None = None
+        self.workdir: Path | None = None
         self.log: list[str] = []
         self._ready = threading.Event()
 
     def start(self, workdir: Path, wait: float = 180) -> None:
-        self.launch(workdir)
-        self.wait_ready(wait)
-        if self.template is not None:
-            body = json.dumps(self.template).encode()
-            req = urllib.request.Request(
-                f"{self.url}/_index_template/longterm-tests", body, {"Content-Type": "application/json"}, method="PUT"
-            )
-            with urllib.request.urlopen(req, timeout=30) as resp:
-                assert resp.status == 200, resp.read()
+        """Serve: attach to the node the run's controller launched (``SHARED_URL``: one JVM for every
+        pytest-xdist worker), else launch one of this process's own."""
+        shared = os.environ.get(SHARED_URL)
+        if shared:
+            self.attach(shared, wait)
+        else:
+            self.launch(workdir)
+            self.wait_ready(wait)
+        self._put_template()
+
+    def attach(self, url: str, wait: float = 180) -> None:
+        """Use the node at ``url`` (started by another process, stopped by it), once it serves."""
+        self.port = int(url.rsplit(":", 1)[1])
+        deadline = time.time() + wait
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_cluster/health?wait_for_status=yellow&timeout=5s", timeout=10):
+                    return
+            except OSError as exc:  # not listening yet (connection refused), or not yet yellow (408)
+                if time.time() > deadline:
+                    msg = f"the shared OpenSearch node at {url} did not serve in {wait:g} s: {exc}"
+                    raise RuntimeError(msg) from exc
+                time.sleep(0.5)
+
+    def _put_template(self) -> None:
+        if self.template is None:
+            return
+        body = json.dumps(self.template).encode()
+        req = urllib.request.Request(
+            f"{self.url}/_index_template/longterm-tests", body, {"Content-Type": "application/json"}, method="PUT"
+        )
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            assert resp.status == 200, resp.read()
 
     def launch(self, workdir: Path) -> None:
         """Start the JVM; ``wait_ready`` waits for it to serve."""
@@ -70,6 +98,7 @@ class OpenSearchNode:
             raise RuntimeError("java (17) is not installed; the OpenSearch test node needs it")
         self.port = self.port or free_port()
         self.transport = self.transport or free_port()
+        self.workdir = workdir
         data = workdir / "opensearch"
         classpath = os.pathsep.join([str(jar), str(TARGET / "lib" / "*"), str(TARGET / "knn" / "*")])
         props = [f"-Dlongterm.{k}={v}" for k, v in (self.cluster or {}).items()]
