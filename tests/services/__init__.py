@@ -3,8 +3,8 @@
 A provider starts (or prepares) its engine once per test session on 127.0.0.1 and gives
 each test a fresh ``backend_config``. Under pytest-xdist the OpenSearch JVM is the run's: the
 controller launches it and every worker attaches (``tests/conftest.py``); each test has its
-own index prefix, so workers sharing one node share no data. When an engine cannot start, ``start`` raises with
-the reason, so the tests that need it fail loudly; nothing here skips.
+own index prefix, so workers sharing one node share no data. When an engine cannot start,
+``start`` raises with the reason, so the tests that need it fail loudly; nothing here skips.
 """
 
 from __future__ import annotations

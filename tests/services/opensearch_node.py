@@ -30,10 +30,10 @@ KNN = "org.opensearch.knn.plugin.KNNPlugin"
 #: operator would with an index template: a save's ``refresh=wait_for`` waits for the next
 #: refresh (1 s by default: half a second a save, most of the OpenSearch tests' time). The code
 #: under test is the same; benchmarks keep the engine's defaults (``OpenSearchNode()``).
+QUICK_TEMPLATE = {"index_patterns": ["t*"], "template": {"settings": {"index": {"refresh_interval": "50ms"}}}}
+
 #: Set by the run's controller (``tests/conftest.py``) to the node it launched for all its workers.
 SHARED_URL = "LONGTERM_TEST_OPENSEARCH_URL"
-
-QUICK_TEMPLATE = {"index_patterns": ["t*"], "template": {"settings": {"index": {"refresh_interval": "50ms"}}}}
 
 
 class OpenSearchNode:

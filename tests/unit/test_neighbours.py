@@ -156,8 +156,8 @@ async def test_local_walks_its_indexes_from_the_anchor_and_reads_records_by_rowi
 
 
 async def test_local_finds_the_same_neighbours_in_a_long_session_saved_among_others(local: LocalBackend) -> None:
-    """5,000 turns saved interleaved with another session's (100 saves of 50 of each, alternating),
-    some at one time: the windows are those of the session read whole and ordered by the rule
+    """5,000 turns saved interleaved with another session's (100 saves, each of 50 pairs: a turn
+    of each), some at one time: the windows are those of the session read whole and ordered by the rule
     (time, then the order saved). (A save a pair took 20 s for the same interleaving.)"""
     turns = [rec("long", f"e{i}", float(i // 3)) for i in range(5000)]
     others = [rec("other", f"o{i}", float(i // 3)) for i in range(5000)]
