@@ -232,7 +232,9 @@ class Scope(BaseModel):
 def record_id(app_name: str, user_id: str, session_id: str, event_id: str) -> str:
     """The deterministic id of the memory made from one event (see module docstring)."""
     # Length-prefixed fields: unambiguous whatever characters the ids contain.
-    payload = "".join(f"{len(f)}:{f}" for f in (app_name, user_id, session_id, event_id))
+    # One f-string, not a join over a generator: the same bytes, a few us less a record saved.
+    a, u, s, e = app_name, user_id, session_id, event_id
+    payload = f"{len(a)}:{a}{len(u)}:{u}{len(s)}:{s}{len(e)}:{e}"
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:32]
 
 

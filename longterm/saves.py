@@ -86,7 +86,8 @@ def _make_record(
         # Repaired here too: text parts and tool calls are on the way in, but transcriptions,
         # error messages, code and media names arrive in other fields.
         text=repair_unicode(selected.text),
-        content={"role": repair_unicode(selected.role), "parts": repair_tree(selected.parts)},
+        # The parts as classified: repaired there (see ``classify``), not walked again.
+        content={"role": repair_unicode(selected.role), "parts": selected.parts},
         timestamp=event.timestamp,
         metadata=meta,
     )

@@ -115,13 +115,14 @@ class Saver:
         scope = checked_scope(view.app_name, view.user_id)
         self._log_refused(view)
         plan = await self._plan_and_write(scope, view, policy, None, reconsider=reconsider, off_loop=big)
-        log.debug(
-            "saved %d of %d new events of session %s",
-            len(plan.records),
-            plan.new_events,
-            telemetry.pseudonym(view.session_id),
-            extra={"backend": self.backend_name, "index": self.index},
-        )
+        if log.isEnabledFor(logging.DEBUG):  # the pseudonym is a hash: not made for a line nobody logs
+            log.debug(
+                "saved %d of %d new events of session %s",
+                len(plan.records),
+                plan.new_events,
+                telemetry.pseudonym(view.session_id),
+                extra={"backend": self.backend_name, "index": self.index},
+            )
         return SaveResult(
             session_id=view.session_id,
             new_events=plan.new_events,

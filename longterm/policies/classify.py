@@ -147,6 +147,7 @@ def _media_unit(part: Part) -> Unit:
     if name:
         media["display_name"] = name
         label = label[:-1] + f", {name}]"
+    label = repair_unicode(label)  # mime types, names and uris are the caller's text
     return Unit(types=("media",), text=label, part={"text": label}, media=media)
 
 
@@ -181,7 +182,11 @@ def classify_part(part: Part) -> Unit | None:
 
 
 def classify(event: Event) -> Classified:
-    """Role and units of ``event`` by the tables in this module's docstring."""
+    """Role and units of ``event`` by the tables in this module's docstring.
+
+    Every unit's ``part`` is stored as it is: it holds no lone surrogate (text parts were
+    repaired by ``Part``, other parts by ``_part_dict``, the labels made here are repaired
+    here), so a save does not walk the parts again (measured: a sixth of planning a save)."""
     out = Classified(role=normalize_role(event))
     for part in event.content.parts if event.content else []:
         unit = classify_part(part)
@@ -190,9 +195,11 @@ def classify(event: Event) -> Classified:
     for tr in (event.input_transcription, event.output_transcription):
         text = tr.get("text") if isinstance(tr, dict) else None
         if isinstance(text, str) and text.strip():
+            text = repair_unicode(text)
             out.units.append(Unit(types=("transcription",), text=text, part={"text": text}))
     if event.error_code or event.error_message:
         text = f"error {event.error_code or ''}: {event.error_message or ''}".replace("error :", "error:")
+        text = repair_unicode(text)
         out.units.append(Unit(types=("error",), text=text, part={"text": text}))
     if not out.units:
         out.units.append(Unit(types=("text",), empty=True))

@@ -43,6 +43,24 @@ async def test_a_lone_surrogate_in_a_transcription_or_an_error_message_is_repair
     await m.close()
 
 
+async def test_every_part_a_save_makes_of_the_callers_text_is_repaired(tmp_path: Path):
+    # The labels classification writes (media, errors, transcriptions) are stored as they are
+    # made: each must be repaired where it is made, or the store refuses the record.
+    m = memory(tmp_path)
+    media = {"inline_data": {"mime_type": "image/png", "data": "aGk=", "display_name": "passport \udc00.png"}}
+    s = session(
+        content={"role": "user", "parts": [{"text": "my passport"}, media]},
+        input_transcription={"text": "passport \ud83c scan"},
+        error_code="E\udc01",
+        error_message="bad \udc00",
+    )
+    assert (await m.add_session_to_memory(s, auto_save_memory_policy="all")).saved == 1
+    [hit] = (await m.search_memory(app_name="app", user_id="u", query="passport")).memories
+    texts = [p.text for p in hit.content.parts]
+    assert len(texts) == 4 and all("\ufffd" in t for t in texts[1:]), texts
+    await m.close()
+
+
 @pytest.mark.parametrize("policy", [{"include_roles": 5}, {"exclude_event_types": True}, {"include_event_types": 3}])
 def test_a_policy_field_that_is_not_a_list_is_a_configuration_error(tmp_path: Path, policy: dict):
     with pytest.raises(ConfigurationError, match="must be a list of names"):
