@@ -13,9 +13,8 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
-from selenium.common.exceptions import NoAlertPresentException
+from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.expected_conditions import staleness_of
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.ui.conftest import (
@@ -41,7 +40,42 @@ def navigate(browser: Any, element: Any, *, submit: bool = False) -> None:
     another origin), and reading right away reads the old page, or a stale one."""
     page = browser.find_element(By.TAG_NAME, "html")
     element.submit() if submit else element.click()
-    WebDriverWait(browser, 30).until(staleness_of(page))
+    WebDriverWait(browser, 30).until(lambda _: left(page))
+
+
+def left(page: Any) -> bool:
+    """True once ``page`` (the old ``<html>``) is gone. Selenium's ``staleness_of`` knows only
+    ``StaleElementReferenceException``; asked mid-navigation, chromedriver may instead answer
+    "unhandled inspector error: Node with given id does not belong to the document" (seen in
+    a run under load): that, too, says the old page is gone."""
+    try:
+        page.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as exc:
+        if "does not belong to the document" in (exc.msg or ""):
+            return True
+        raise
+    return False
+
+
+def test_the_navigation_wait_takes_chromedrivers_other_answer_for_a_page_that_is_gone() -> None:
+    class Gone:
+        def __init__(self, exc: Exception | None) -> None:
+            self.exc = exc
+
+        def is_enabled(self) -> bool:
+            if self.exc:
+                raise self.exc
+            return True
+
+    inspector = (
+        'unknown error: unhandled inspector error: {"code":-32000,'
+        '"message":"Node with given id does not belong to the document"}'
+    )
+    assert left(Gone(WebDriverException(inspector)))
+    assert left(Gone(StaleElementReferenceException("stale")))
+    assert not left(Gone(None))
 
 
 def texts(driver: Any, css: str) -> list[str]:
