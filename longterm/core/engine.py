@@ -8,8 +8,9 @@ ledger and meta (``_ledger_saved``, ``_ledger_mark``, ``_meta_get``, ``_meta_set
 ``side_ledger``), and the ones its flags name (``_commit``, ``_search``, ``_unembedded`` and
 ``_write_vectors``, ``_purge``), and ``_session_rows`` (a default scans the scope). ``Engine``
 turns them into the async backend contract (``upsert``, ``save``, ``search``, ``delete``,
-``count``, ``scan``, ``close``, the ledger's ``saved``/``mark_saved``, and ``neighbours``, from
-its base ``core.neighbours.SessionReads``: a hit's session neighbours), composing, once for
+``count``, ``scan``, ``close``, the ledger's ``saved``/``mark_saved``, and ``neighbours`` and
+``search_lending``, from its base ``core.neighbours.SessionReads``: a hit's session neighbours,
+alone or in a search's own call), composing, once for
 every engine, a ``Runner`` (``core.runner``: threads, deadlines, preparing, error translation,
 fork, lifetimes), an ``Embedding`` (``core.embedding``: batches, embedding later, the embedder
 identity check), record size limits (``core.limits``) and hybrid fusion with visible
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from typing_extensions import Unpack
@@ -44,7 +44,7 @@ from .ledger import SideLedger
 from .neighbours import SessionReads
 from .runner import Hooks, Label, Runner
 from .saving import Saving, Writes
-from .searching import Reads, Searching
+from .searching import Query, Reads, Searching
 from .selection import Cursor, Page, page_by_time, sorted_page, unsaved
 
 if TYPE_CHECKING:
@@ -57,15 +57,6 @@ T = TypeVar("T")
 #: Re-exported: where they were before the split (``Capabilities`` lives in ``core.capabilities``, the
 #: page helpers in ``core.selection``).
 __all__ = ["Capabilities", "Engine", "Query", "capabilities", "sorted_page", "unsaved"]
-
-
-@dataclass(frozen=True)
-class Query:
-    """A search's text and its terms (``retrieval.text.query_terms``, unstemmed: letters and
-    digits only, at most 256), computed once for every arm."""
-
-    text: str
-    terms: list[str]
 
 
 class Engine(SessionReads):

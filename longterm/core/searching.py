@@ -7,7 +7,9 @@ without vectors, it asks full text alone (``_fulltext``; the hits say why, when 
 asked for); otherwise it embeds the query and asks both arms: fused by the engine itself
 (``_search``) where it declares ``native_hybrid``, else full text and vectors (``_nearest``)
 fused here (``retrieval.hybrid``). Reads run through the engine's ``_read``, so an engine with
-readers of its own (the local store) keeps searches off its writer.
+readers of its own (the local store) keeps searches off its writer. ``search_then(..., then)``
+runs ``then(hits)`` in the same read, right after the hits are found: what a search reads next
+(the neighbours of the hits that lend score, ``core.neighbours.search_lending``) costs no hop.
 
 Why degradation is visible: a failed query embedding or vector arm still answers from full
 text, and every hit says so (``Hit.extra["degraded"]``), so a caller never mistakes a
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeAlias, TypeVar
 
 from ..records import Hit, MemoryRecord, Scope
@@ -28,12 +31,19 @@ from .runner import Hook, Runner
 if TYPE_CHECKING:
     import numpy as np
 
-    from .engine import Query
-
 log = logging.getLogger(__name__)
 
 Scored: TypeAlias = "list[tuple[MemoryRecord, float]]"
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Query:
+    """A search's text and its terms (``retrieval.text.query_terms``, unstemmed: letters and
+    digits only, at most 256), computed once for every arm."""
+
+    text: str
+    terms: list[str]
 
 
 class Read(Protocol):
@@ -51,6 +61,10 @@ class Reads(NamedTuple):
     native: Callable[[Scope, Query, np.ndarray | None, int, str | None], list[Hit]]
 
 
+def _nothing(_hits: list[Hit]) -> None:
+    """``search``'s ``then``: nothing read after the hits."""
+
+
 class Searching:
     """An engine's searches (see the module docstring)."""
 
@@ -66,16 +80,34 @@ class Searching:
 
     async def search(self, scope: Scope, q: Query, top_k: int) -> list[Hit]:
         """The scope's records best matching ``q`` (terms found, at least one), best first, at most ``top_k``."""
+        hits, _ = await self.search_then(scope, q, top_k, _nothing)
+        return hits
+
+    async def search_then(
+        self, scope: Scope, q: Query, top_k: int, then: Callable[[list[Hit]], T]
+    ) -> tuple[list[Hit], T]:
+        """``search``, and ``then(hits)`` run right after it in the same read on the engine's
+        thread: what a search reads next (its hits' neighbours) costs no second hop."""
         embedding = self._embedding
         if embedding.embedder is not None:
             await self._runner.ready()
         if embedding.embedder is None or embedding.vectors_off:
-            rows = await self._read("searching", self._fulltext, scope, q, top_k)
             extra = {"degraded": embedding.vectors_off} if embedding.vectors_off else {}
-            return [Hit(record=rec, score=s, arms={self.text_arm: s}, extra=extra) for rec, s in rows[:top_k]]
+
+            def text() -> tuple[list[Hit], T]:
+                rows = self._fulltext(scope, q, top_k)
+                hits = [Hit(record=rec, score=s, arms={self.text_arm: s}, extra=extra) for rec, s in rows[:top_k]]
+                return hits, then(hits)
+
+            return await self._read("searching", text)
         vector, degraded = await embedding.query(q.text)
         arms = self._native if self.native else self.both_arms
-        return await self._read("searching", arms, scope, q, vector, top_k, degraded)
+
+        def both() -> tuple[list[Hit], T]:
+            hits = arms(scope, q, vector, top_k, degraded)
+            return hits, then(hits)
+
+        return await self._read("searching", both)
 
     def both_arms(self, scope: Scope, query: Query, vector: np.ndarray | None, k: int, why: str | None) -> list[Hit]:
         """On a worker: full text and vectors, fused here (also for a native engine that fuses only

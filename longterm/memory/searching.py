@@ -17,6 +17,7 @@ measured, terms of 16 K characters take ~8 ms, of a 1.7 MB paste ~1 s.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from datetime import datetime
 
@@ -46,6 +47,21 @@ RESERVED_METADATA = frozenset(
 )
 #: The arms' weights of a store whose hybrid names none.
 DEFAULT_WEIGHTS = {"fulltext": 0.7, "vector": 0.3}
+
+
+def _lenders(hits: list[Hit]) -> list[MemoryRecord]:
+    """The hits whose neighbours lend them score (``retrieval.context``): the first evidence
+    hits, facts left out. Run by the engine right after its search (``search_lending``)."""
+    return [h.record for h in hits if not is_fact(h.record)][: neighbourhood.LENDERS]
+
+
+def _no_lenders(hits: list[Hit]) -> list[MemoryRecord]:
+    """A search of facts alone: no hit lends (facts have no session neighbours)."""
+    return []
+
+
+def _ids(records: Iterable[MemoryRecord]) -> list[str]:
+    return [r.id for r in records]
 
 
 def query_prefix(query: str) -> str:
@@ -143,14 +159,23 @@ class Searcher:
         context = inputs.context(context)
         when = window(query, inputs.now(now))
         fetch = fetch_size(k, rescoring, self.parts.facts is not None)
+        pick = _no_lenders if kind == "facts" else _lenders
+        lending = getattr(self.parts.backend, "search_lending", None)  # an Engine's: one hop for both reads
         with self._guard("searching memories"):
-            found = await self.parts.backend.search(scope, query, fetch)
+            if lending is not None:
+                found, lent = await lending(scope, query, fetch, pick, 1)
+            else:
+                found, lent = await self.parts.backend.search(scope, query, fetch), None
         hits = calibrate(query, found, self._fusion_weights())
         # Context and time are relevance: they act on the calibrated scores, before re-scoring
         # mixes in recency and importance, and before the kinds are split.
         evidence = [h for h in hits if not is_fact(h.record)] if kind != "facts" else []
         lenders = evidence[: neighbourhood.LENDERS]
-        around = await self._neighbours(scope, [h.record for h in lenders], 1)
+        # Calibration keeps the order, so the engine read around these very hits; checked all
+        # the same (a backend without ``search_lending`` reads them now).
+        around = lent if lent is not None and _ids(pick(found)) == _ids(h.record for h in lenders) else None
+        if around is None:
+            around = await self._neighbours(scope, [h.record for h in lenders], 1)
         relevant = neighbourhood.shares_a_term(query)
         hits = neighbourhood.rerank(hits, lenders if around else [], around or [], when, relevant=relevant)
         hits = split_hits(rescoring.rescore(hits), kind)

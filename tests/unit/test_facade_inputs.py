@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import longterm.core.engine as engine_module
+import longterm.core.neighbours as neighbours_module
 import longterm.memory.saving as saving_module
 import longterm.memory.searching as searching_module
 from longterm import ConfigurationError, InvalidInputError, LongTermMemory
@@ -318,6 +319,7 @@ async def test_a_huge_query_takes_its_terms_from_a_bounded_prefix(tmp_path: Path
 
     real = engine_module.query_terms
     monkeypatch.setattr(engine_module, "query_terms", terms)
+    monkeypatch.setattr(neighbours_module, "query_terms", terms)  # a search that reads neighbours too
     huge = _query(150_000)  # 1.8 MB, as a pasted document
     assert len(huge) > 1_500_000
     found = await _found(m, huge)
