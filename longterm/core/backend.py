@@ -19,6 +19,9 @@ Optional hooks, looked up with ``getattr``: ``scopes()`` ((app, user, count) of 
 for stats and migrate), ``indices()`` (the index names of the store holding records),
 ``neighbours(scope, anchors, before, after)`` (each hit's session neighbours, read from the
 store now: ``core.neighbours``; every ``Engine`` has it, a search without it has no context),
+``search_lending(scope, query, top_k, pick, n)`` (what ``search`` answers and ``neighbours`` of
+the hits ``pick`` chooses, in one read: the same answer as the two calls, None for the
+neighbours when they were not read; the facade asks the two apart without it),
 ``from_config(config, root)`` (build from ``backend_config``; otherwise the class is called
 with ``**config``), ``store_id`` (the store's identity, for a side ledger).
 """

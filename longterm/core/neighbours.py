@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar
 
 from ..records import Hit, MemoryRecord, Scope
 from ..retrieval.text import query_terms
@@ -82,12 +82,21 @@ def scan_sessions(page: Callable[[Scope, Cursor, int], Page], scope: Scope, sess
             return by_session(kept)
 
 
+class Lending(Protocol):
+    """``search_lending``: a search and the neighbours of the hits ``pick`` chooses, in one read."""
+
+    async def __call__(
+        self, scope: Scope, query: str, top_k: int, pick: Callable[[list[Hit]], list[MemoryRecord]], n: int
+    ) -> tuple[list[Hit], list[Around] | None]: ...
+
+
 def _in(record: MemoryRecord, scope: Scope) -> bool:
     return (record.app_name, record.user_id) == (scope.app_name, scope.user_id)
 
 
 class SessionReads:
-    """``neighbours`` and the primitives it stands on (see the module docstring)."""
+    """``neighbours``, ``search_lending`` (a search and its lenders' neighbours in one read) and
+    the primitives they stand on (see the module docstring)."""
 
     if TYPE_CHECKING:  # ``Engine``'s, which this is a base of
 
@@ -109,10 +118,14 @@ class SessionReads:
 
     async def search_lending(
         self, scope: Scope, query: str, top_k: int, pick: Callable[[list[Hit]], list[MemoryRecord]], n: int
-    ) -> tuple[list[Hit], list[Around]]:
-        """``search`` (``core.searching``), and the ``n`` neighbours each side of the hits ``pick``
-        chooses (aligned with ``pick(hits)``), read in the same call on the engine's thread: one
-        hop, not two (measured at 1M records: ~0.25 ms of a 1.7 ms search)."""
+    ) -> tuple[list[Hit], list[Around] | None]:
+        """What ``search`` answers, and ``neighbours(scope, pick(hits), n, n)`` of its hits (aligned
+        with ``pick(hits)``), read in the same call on the engine's thread: one hop, not two
+        (``bench/search_hops.py``, 1M records: p50 2.54 -> 2.04-2.09 ms). It stands on the core's
+        search and neighbours, so the facade asks an engine that overrides either of them apart
+        (``memory.searching``). One deadline covers both reads (a search is one operation), and
+        a failure of the second fails the search ("searching"). None for the neighbours: not
+        read, since the caller stopped waiting first (``Searching.search_then``)."""
         terms = query_terms(query, stem=False)
         if not terms:
             return [], []

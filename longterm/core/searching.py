@@ -10,6 +10,8 @@ fused here (``retrieval.hybrid``). Reads run through the engine's ``_read``, so 
 readers of its own (the local store) keeps searches off its writer. ``search_then(..., then)``
 runs ``then(hits)`` in the same read, right after the hits are found: what a search reads next
 (the neighbours of the hits that lend score, ``core.neighbours.search_lending``) costs no hop.
+The read's deadline covers both, and ``then`` is not started once its caller stopped waiting
+(a deadline passed, a cancel): a reader thread is not held for an answer no one takes.
 
 Why degradation is visible: a failed query embedding or vector arm still answers from full
 text, and every hit says so (``Hit.extra["degraded"]``), so a caller never mistakes a
@@ -19,6 +21,7 @@ degraded answer for the best one.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeAlias, TypeVar
@@ -85,29 +88,40 @@ class Searching:
 
     async def search_then(
         self, scope: Scope, q: Query, top_k: int, then: Callable[[list[Hit]], T]
-    ) -> tuple[list[Hit], T]:
+    ) -> tuple[list[Hit], T | None]:
         """``search``, and ``then(hits)`` run right after it in the same read on the engine's
-        thread: what a search reads next (its hits' neighbours) costs no second hop."""
+        thread: what a search reads next (its hits' neighbours) costs no second hop. One
+        deadline for both, as for one operation; a failure of ``then`` fails the search. None
+        for ``then``'s answer: it was not run, because the caller stopped waiting first."""
         embedding = self._embedding
         if embedding.embedder is not None:
             await self._runner.ready()
+        gone = threading.Event()  # set on the loop when the caller stopped waiting
+
+        def after(hits: list[Hit]) -> T | None:
+            return None if gone.is_set() else then(hits)
+
         if embedding.embedder is None or embedding.vectors_off:
             extra = {"degraded": embedding.vectors_off} if embedding.vectors_off else {}
 
-            def text() -> tuple[list[Hit], T]:
+            def found() -> tuple[list[Hit], T | None]:
                 rows = self._fulltext(scope, q, top_k)
                 hits = [Hit(record=rec, score=s, arms={self.text_arm: s}, extra=extra) for rec, s in rows[:top_k]]
-                return hits, then(hits)
+                return hits, after(hits)
 
-            return await self._read("searching", text)
-        vector, degraded = await embedding.query(q.text)
-        arms = self._native if self.native else self.both_arms
+        else:
+            vector, degraded = await embedding.query(q.text)
+            arms = self._native if self.native else self.both_arms
 
-        def both() -> tuple[list[Hit], T]:
-            hits = arms(scope, q, vector, top_k, degraded)
-            return hits, then(hits)
+            def found() -> tuple[list[Hit], T | None]:
+                hits = arms(scope, q, vector, top_k, degraded)
+                return hits, after(hits)
 
-        return await self._read("searching", both)
+        try:
+            return await self._read("searching", found)
+        except BaseException:  # a deadline passed, a cancel, an error: nothing more to read
+            gone.set()
+            raise
 
     def both_arms(self, scope: Scope, query: Query, vector: np.ndarray | None, k: int, why: str | None) -> list[Hit]:
         """On a worker: full text and vectors, fused here (also for a native engine that fuses only

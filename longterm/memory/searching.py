@@ -22,7 +22,9 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 
 from .. import telemetry
+from ..core.engine import Engine
 from ..core.errors import guard
+from ..core.neighbours import Lending
 from ..entries import MemoryEntry, SearchMemoryResponse, make_content
 from ..errors import InvalidInputError
 from ..facts import SearchKind, is_fact, split_hits
@@ -62,6 +64,24 @@ def _no_lenders(hits: list[Hit]) -> list[MemoryRecord]:
 
 def _ids(records: Iterable[MemoryRecord]) -> list[str]:
     return [r.id for r in records]
+
+
+def lending(backend: object) -> Lending | None:
+    """The backend's one-read search (``search_lending``: its hits and the lenders' neighbours)
+    where it answers as its ``search`` and ``neighbours`` would; None: ask those apart.
+
+    An ``Engine`` subclass that overrides ``search`` or ``neighbours`` (and not
+    ``search_lending``) is asked them apart: the core's one-read form stands on the core's own
+    two and would bypass the override."""
+    read: Lending | None = getattr(backend, "search_lending", None)
+    if read is None or not isinstance(backend, Engine):
+        return read  # a backend's own, or none
+    cls = type(backend)
+    if cls.search_lending is Engine.search_lending and (
+        cls.search is not Engine.search or cls.neighbours is not Engine.neighbours
+    ):
+        return None
+    return read
 
 
 def query_prefix(query: str) -> str:
@@ -160,10 +180,10 @@ class Searcher:
         when = window(query, inputs.now(now))
         fetch = fetch_size(k, rescoring, self.parts.facts is not None)
         pick = _no_lenders if kind == "facts" else _lenders
-        lending = getattr(self.parts.backend, "search_lending", None)  # an Engine's: one hop for both reads
+        one_read = lending(self.parts.backend)  # the hits and the lenders' neighbours in one hop
         with self._guard("searching memories"):
-            if lending is not None:
-                found, lent = await lending(scope, query, fetch, pick, 1)
+            if one_read is not None:
+                found, lent = await one_read(scope, query, fetch, pick, 1)
             else:
                 found, lent = await self.parts.backend.search(scope, query, fetch), None
         hits = calibrate(query, found, self._fusion_weights())
@@ -172,7 +192,7 @@ class Searcher:
         evidence = [h for h in hits if not is_fact(h.record)] if kind != "facts" else []
         lenders = evidence[: neighbourhood.LENDERS]
         # Calibration keeps the order, so the engine read around these very hits; checked all
-        # the same (a backend without ``search_lending`` reads them now).
+        # the same (a backend without ``search_lending``, or one whose order changed, reads them now).
         around = lent if lent is not None and _ids(pick(found)) == _ids(h.record for h in lenders) else None
         if around is None:
             around = await self._neighbours(scope, [h.record for h in lenders], 1)

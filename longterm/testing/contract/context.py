@@ -149,3 +149,24 @@ class Context:
         assert await around(again, anchors, 2, 2) == first
         assert first[anchors.index(next(a for a in anchors if a.event_id == "e2"))] == (["e0", "e1"], ["e3", "e4"])
         await again.close()
+
+    @pytest.mark.asyncio
+    async def test_a_search_and_its_lenders_neighbours_in_one_read_answer_as_two_reads(self, memory: LongTermMemory):
+        # ``search_lending`` (optional; every ``Engine`` has it, the facade reads the two apart
+        # without it): the hits ``search`` gives, and each picked hit's own neighbours, in order.
+        engine = memory.backend_instance
+        one_read = getattr(engine, "search_lending", None)
+        if one_read is None:
+            pytest.skip(f"{type(engine).__name__} has no search_lending (optional)")
+        for sid in ("s1", "s2", "s3"):
+            turns = [(f"{sid}-{i}", 100.0 + i, f"turn {i}" + " by the lighthouse" * (i == 1)) for i in range(3)]
+            await memory.add_session_to_memory(session(sid, turns))
+        scope = memory.scope("app", "u1")
+        hits, lent = await one_read(scope, "lighthouse", 5, lambda found: [h.record for h in found[:3]], 1)
+        apart = await engine.search(scope, "lighthouse", 5)
+        assert {h.record.id: h.score for h in hits} == pytest.approx({h.record.id: h.score for h in apart})
+        assert lent is not None and len(lent) == min(3, len(hits)) > 0
+        for h, (before, after) in zip(hits, lent, strict=False):  # each hit its own session's turns
+            sid, i = h.record.event_id.rsplit("-", 1)
+            want = ([f"{sid}-{int(i) - 1}"] if i != "0" else [], [f"{sid}-{int(i) + 1}"] if i != "2" else [])
+            assert ([r.event_id for r in before], [r.event_id for r in after]) == want, h.record.event_id
