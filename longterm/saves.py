@@ -15,8 +15,10 @@ from typing import Any
 
 from .errors import InvalidInputError, LongTermMemoryError
 from .policies import MemoryAutoSavePolicy
+from .policies.classify import classify_text
 from .records import MemoryRecord, plain_tree, record_id, repair_tree, repair_unicode
 from .sessions import Event, SessionView
+from .sessions.text_events import TextEvent, text_event
 
 
 @dataclass
@@ -34,7 +36,7 @@ def make_record(
     app_name: str,
     user_id: str,
     session_id: str,
-    event: Event,
+    event: Event | TextEvent,
     policy: MemoryAutoSavePolicy,
     metadata: Mapping[str, Any] | None = None,
 ) -> MemoryRecord | None:
@@ -59,11 +61,14 @@ def _make_record(
     app_name: str,
     user_id: str,
     session_id: str,
-    event: Event,
+    event: Event | TextEvent,
     policy: MemoryAutoSavePolicy,
     metadata: Mapping[str, Any] | None,
 ) -> MemoryRecord | None:
-    selected = policy.select(event)
+    if isinstance(event, TextEvent):  # classified as its Event would be (``sessions.text_events``)
+        selected = policy.select_classified(classify_text(event), event.author)
+    else:
+        selected = policy.select(event)
     if selected is None:
         return None
     # Bounded before repaired: repair_tree recurses, and metadata nests as deep as it was sent.
@@ -112,12 +117,15 @@ def plan_save(
     plan = SavePlan()
     planned: set[str] = set()
     now = time.time() if now is None else now
+    # An event of text parts alone is read without the models (``sessions.text_events``), unless the
+    # policy has a ``select`` of its own, which is given ``Event``s.
+    texts = type(policy).select is MemoryAutoSavePolicy.select
     for i, eid in enumerate(view.event_ids):
         if eid in saved or eid in planned:
             continue
         planned.add(eid)
         plan.covered.append(eid)
-        event = view.event(i)
+        event = (text_event(view.raw_events[i], eid) if texts else None) or view.event(i)
         if not event.timestamp:  # no time given: the time of its first save, in the session's order
             event.timestamp = now + i * 1e-6
         record = make_record(view.app_name, view.user_id, view.session_id, event, policy, metadata)

@@ -54,6 +54,7 @@ from pydantic_core import to_jsonable_python
 
 from ..records import bound_depth, repair_tree, repair_unicode, tree_text
 from ..sessions import Event, Part
+from ..sessions.text_events import TextEvent
 
 #: Every accepted spelling of a role, lower-cased, to its canonical name.
 ROLE_ALIASES: dict[str, str] = {
@@ -92,10 +93,15 @@ def normalize_role(event: Event) -> str:
     parts = content.parts if content else []
     if parts and all(p.function_response is not None for p in parts):
         return "tool"
-    role = canonical_role(content.role or "") if content else ""
+    return _role_of(content.role if content else None, event.author)
+
+
+def _role_of(role: str | None, author: str) -> str:
+    """The role table's rows after the first: the content's role, else the author's."""
+    role = canonical_role(role or "")
     if role:
         return role
-    author = event.author.strip().lower()
+    author = author.strip().lower()
     if author == "user":
         return "user"
     if author == "system":
@@ -179,6 +185,13 @@ def classify_part(part: Part) -> Unit | None:
         text = str(part.code_execution_result.get("output", ""))
         return Unit(types=("code_execution_result",), text=text, part=_part_dict(part))
     return None
+
+
+def classify_text(event: TextEvent) -> Classified:
+    """``classify`` of the ``Event`` that ``event`` stands for (``sessions.text_events``): text parts
+    only, so a role by the table's content and author rows and a text unit a part."""
+    units = [Unit(types=("text",), text=t, part={"text": t}, empty=not t.strip()) for t in event.texts]
+    return Classified(role=_role_of(event.role, event.author), units=units)
 
 
 def classify(event: Event) -> Classified:

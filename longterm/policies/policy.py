@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from ..errors import ConfigurationError
 from ..sessions import Event
-from .classify import canonical_role, classify
+from .classify import Classified, canonical_role, classify
 
 
 class MemoryEventType(str, Enum):
@@ -151,7 +151,10 @@ class MemoryAutoSavePolicy(BaseModel):
 
     def select(self, event: Event) -> Selected | None:
         """The kept part of ``event``, or None when nothing of it is kept."""
-        c = classify(event)
+        return self.select_classified(classify(event), event.author)
+
+    def select_classified(self, c: Classified, author: str) -> Selected | None:
+        """``select`` of an event already classified as ``c``, whose author is ``author``."""
         rules = self._rules
         inc_roles, exc_roles = rules["include_roles"], rules["exclude_roles"]
         if inc_roles is not None and c.role not in inc_roles:
@@ -159,9 +162,9 @@ class MemoryAutoSavePolicy(BaseModel):
         if exc_roles and c.role in exc_roles:
             return None
         inc_auth, exc_auth = rules["include_authors"], rules["exclude_authors"]
-        if inc_auth is not None and event.author not in inc_auth:
+        if inc_auth is not None and author not in inc_auth:
             return None
-        if exc_auth and event.author in exc_auth:
+        if exc_auth and author in exc_auth:
             return None
         text_only, thought, empty = rules["text_only"], rules["include_thought"], rules["include_empty_text"]
         inc_types, exc_types = rules["include_event_types"], rules["exclude_event_types"]
