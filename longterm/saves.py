@@ -86,13 +86,13 @@ def _make_record(
         session_id=session_id,
         event_id=event.id,
         author=event.author,
-        role=repair_unicode(selected.role),
+        role=(role := repair_unicode(selected.role)),
         event_types=selected.event_types,
         # Repaired here too: text parts and tool calls are on the way in, but transcriptions,
         # error messages, code and media names arrive in other fields.
         text=repair_unicode(selected.text),
         # The parts as classified: repaired there (see ``classify``), not walked again.
-        content={"role": repair_unicode(selected.role), "parts": selected.parts},
+        content={"role": role, "parts": selected.parts},
         timestamp=event.timestamp,
         metadata=meta,
     )

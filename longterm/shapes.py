@@ -279,8 +279,36 @@ def _from_langchain(d: Mapping[str, Any], where: str) -> dict[str, Any]:
     return _from_chat(d, role, where)
 
 
+#: The fields an event of text parts may have (``text_parts``).
+TEXT_EVENT_FIELDS = frozenset({"id", "author", "timestamp", "content"})
+_TEXT_CONTENT_FIELDS = frozenset({"role", "parts"})
+
+
+def text_parts(raw: Any) -> list[str] | None:
+    """The texts of ``raw`` when it is the commonest event: a dict of at most
+    ``TEXT_EVENT_FIELDS`` whose content is a dict of at most ``role`` (a string) and ``parts``, one
+    or more dicts each of ``text`` (a string) alone; else None. ``as_event`` passes such an event as
+    it is at once, and ``sessions.text_events`` reads it without the models."""
+    if type(raw) is not dict or not TEXT_EVENT_FIELDS.issuperset(raw):
+        return None
+    content = raw.get("content")
+    if type(content) is not dict or not _TEXT_CONTENT_FIELDS.issuperset(content):
+        return None
+    role, parts = content.get("role"), content.get("parts")
+    if type(parts) is not list or not parts or (role is not None and type(role) is not str):
+        return None
+    texts = []
+    for part in parts:
+        if type(part) is not dict or len(part) != 1 or type(text := part.get("text")) is not str:
+            return None
+        texts.append(text)
+    return texts
+
+
 def as_event(raw: Any, where: str = "event") -> Any:
     """``raw`` as an ADK-shaped event (``raw`` itself when it is one); see the module docstring."""
+    if text_parts(raw) is not None:  # the commonest event, in ADK's shape already
+        return raw
     if isinstance(raw, str):
         return {"author": "user", "content": {"role": "user", "parts": [{"text": raw}]}}
     if _is_adk_object(raw):

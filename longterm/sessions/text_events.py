@@ -1,13 +1,14 @@
 """The most common event, read without the models: a dict of text parts and nothing else.
 
-The seam: ``text_event(raw, event_id)`` is a ``TextEvent`` when ``raw`` is a dict holding at
-most ``id``, ``author`` (a string), ``timestamp`` (a number) and ``content``, a dict of at most
-``role`` (a string) and ``parts``, one or more dicts each of ``text`` (a string) alone: what a
-chat transcript, an OpenAI message read by ``shapes`` or a JSON dump of a text turn is. For
-anything else it is None, and the caller reads the event as an ``Event``. A ``TextEvent`` holds
-what ``Event`` makes of such a dict: the author and texts repaired (``repair_unicode``), the time
-read by ``parse_timestamp`` (a time it refuses: None, so the ``Event`` path says why);
-``policies.classify.classify_text`` classifies it as ``classify`` does the ``Event``.
+The seam: ``text_event(raw, event_id)`` is a ``TextEvent`` when ``raw`` has the shape
+``shapes.text_parts`` reads (a dict of at most ``id``, ``author``, ``timestamp`` and ``content``,
+a dict of at most ``role`` and ``parts`` of ``text`` alone: what a chat transcript, an OpenAI or
+LangChain message read by ``shapes`` or a JSON dump of a text turn is), its author a string and
+its time a number. For anything else it is None, and the caller reads the event as an
+``Event``. A ``TextEvent`` holds what ``Event`` makes of such a dict: the author and texts
+repaired (``repair_unicode``), the time read by ``parse_timestamp`` (a time it refuses: None, so
+the ``Event`` path says why); ``policies.classify.classify_text`` classifies it as ``classify``
+does the ``Event``.
 
 Why: validating an event's three models (``Event``, ``Content``, ``Part``, with their field
 validators) was 5.2 us of the ~13 us planning takes a record, a tenth of a save; the checks
@@ -22,10 +23,8 @@ from typing import Any
 
 from ..errors import InvalidInputError
 from ..records import repair_unicode
+from ..shapes import text_parts
 from .timestamps import parse_timestamp
-
-_EVENT_KEYS = frozenset({"id", "author", "timestamp", "content"})
-_CONTENT_KEYS = frozenset({"role", "parts"})
 
 
 @dataclass(slots=True)
@@ -44,21 +43,12 @@ class TextEvent:
 
 def text_event(raw: Any, event_id: str) -> TextEvent | None:
     """``raw`` as a ``TextEvent`` when it has that shape, else None (see the module docstring)."""
-    if type(raw) is not dict or not _EVENT_KEYS.issuperset(raw):
+    texts = text_parts(raw)
+    if texts is None:
         return None
-    content, author, ts = raw.get("content"), raw.get("author"), raw.get("timestamp")
-    if type(content) is not dict or not _CONTENT_KEYS.issuperset(content):
-        return None
-    role, parts = content.get("role"), content.get("parts")
-    if type(parts) is not list or not parts or (role is not None and type(role) is not str):
-        return None
+    author, ts = raw.get("author"), raw.get("timestamp")
     if author is not None and type(author) is not str:
         return None
-    texts = []
-    for part in parts:
-        if type(part) is not dict or len(part) != 1 or type(text := part.get("text")) is not str:
-            return None
-        texts.append(repair_unicode(text))
     if ts is None:
         seconds = 0.0
     elif type(ts) in (int, float):
@@ -68,4 +58,5 @@ def text_event(raw: Any, event_id: str) -> TextEvent | None:
             return None
     else:
         return None
-    return TextEvent(event_id, "" if author is None else repair_unicode(author), seconds, role, texts)
+    author = "" if author is None else repair_unicode(author)
+    return TextEvent(event_id, author, seconds, raw["content"].get("role"), [repair_unicode(t) for t in texts])

@@ -33,7 +33,10 @@ from tests.unit.test_adk_agent import APP as ADK_APP
 from tests.unit.test_adk_agent import say, tool_output
 
 APP, USER, SESSION, EVENT = "app-q7secret", "user-k9secret", "sess-z3secret", "evt-w5secret"
-TEXT = "My locker code is 4711 and my dog is called Wobbleton"
+#: The code in what the user said is grouped: a bare "4711" was found by chance in span ids and
+#: nanosecond times (in 3 of 60 runs' telemetry), which failed the no-text test now and then.
+CODE = "4711-8093-2265"
+TEXT = f"My locker code is {CODE} and my dog is called Wobbleton"
 INDEX = "telemetry-index"
 
 
@@ -154,7 +157,7 @@ async def test_no_text_and_no_ids_in_spans_metrics_or_logs(
     logs = "\n".join(f"{r.name} {r.getMessage()} {json.dumps(r.__dict__, default=str)}" for r in caplog.records)
     told = otel.dump()
     assert otel.finished("longterm.save") and otel.points("longterm.saves")
-    for secret in (APP, USER, SESSION, EVENT, "4711", "Wobbleton", "locker", *memory_ids):
+    for secret in (APP, USER, SESSION, EVENT, CODE, "Wobbleton", "locker", *memory_ids):
         assert secret not in told, f"{secret!r} is in the telemetry"
         assert secret not in logs, f"{secret!r} is in the logs"
 
