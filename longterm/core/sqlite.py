@@ -20,6 +20,15 @@ when an object is missing (a new file, or a new version's table), and the log sa
 Why ``secure_delete``: a deleted row's bytes stay in its page and freed pages keep theirs
 until reused; memories are personal, so what is deleted is overwritten with zeros.
 
+Why ``wal_autocheckpoint`` is ``WAL_PAGES``, not SQLite's 1,000 pages: a checkpoint copies
+the log's pages into the file and syncs both, on the writer's thread, in the middle of a save;
+a log ten times as long is checkpointed a tenth as often, and a page written many times in it
+(the full-text segments, the indexes) is copied once. Measured at a million records (100
+users, sessions of 50, against raw SQLite FTS5 in one run): saves 0.61x raw with 1,000 pages,
+0.65x with 4,000, 0.69x with 16,000; at 100k, 0.67x, 0.71x with 10,000. The price: the log
+file grows to ~40 MB while a memory is open (closing folds it in and removes it), and opening
+a store after a crash replays up to that much. Durability is ``synchronous=NORMAL``'s either way.
+
 Why 0600: the file is created owner-only before SQLite opens it (SQLite gives ``-wal`` and
 ``-shm`` the mode of the database file), whatever the umask; a store found readable by
 others is used as it is, with one warning saying how to make it private.
@@ -48,6 +57,9 @@ log = logging.getLogger(__name__)
 #: How long a writer (or an opener) waits for another process before giving up.
 BUSY_TIMEOUT_MS = 30_000
 
+#: Pages the write-ahead log holds before the writer checkpoints it (see the module docstring).
+WAL_PAGES = 10_000
+
 PRAGMAS = (
     f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}",
     "PRAGMA journal_mode=WAL",
@@ -55,6 +67,7 @@ PRAGMAS = (
     "PRAGMA foreign_keys=ON",
     "PRAGMA temp_store=MEMORY",
     "PRAGMA secure_delete=ON",
+    f"PRAGMA wal_autocheckpoint={WAL_PAGES}",
 )
 #: A reader's connection: no journal switch (that is the writer's), never a write.
 READER_PRAGMAS = (
