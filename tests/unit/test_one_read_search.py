@@ -45,6 +45,23 @@ def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return reads
 
 
+async def test_a_search_reads_its_hits_and_their_neighbours_in_one_call(tmp_path: Path, monkeypatch) -> None:
+    # The neighbours that lend score are read in the search's own call on the engine's thread
+    # (one hop, not two), and the answer is the one reading them apart gives.
+    m = LongTermMemory(backend_config={"path": str(tmp_path / "m.db")})
+    await m.add_session_to_memory(_session("s", TURNS))
+    reads = _count_reads(monkeypatch)
+    together = await _texts(m)
+    assert reads == ["searching"], reads
+    assert sorted(t for t, _ in together[:2]) == sorted(TURNS[:2]), together
+    monkeypatch.setattr(LocalBackend, "search_lending", None)  # as a backend without it: read apart
+    reads.clear()
+    apart = await _texts(m)
+    assert reads == ["searching", "reading neighbours"], reads
+    assert together == apart
+    await m.close()
+
+
 class Discreet(LocalBackend):
     """A user's engine whose ``search`` leaves out hits that hold a secret."""
 

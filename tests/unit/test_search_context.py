@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -102,37 +101,4 @@ async def test_bad_context_or_now_is_refused_naming_it(tmp_path: Path, name: str
     m = LongTermMemory(backend_config={"path": str(tmp_path / "m.db")})
     with pytest.raises(InvalidInputError, match=name):
         await m.search_memory(app_name="app", user_id="u", query="x", **{name: value})  # type: ignore[arg-type]
-    await m.close()
-
-
-async def _lent_search(m: LongTermMemory) -> list[tuple[str, float]]:
-    found = await m.search_memory(app_name="app", user_id="u", query="which hotel in Lisbon, near the tram")
-    return [(e.content.parts[0].text or "", e.custom_metadata["score"]) for e in found.memories]
-
-
-async def test_a_search_reads_its_hits_and_their_neighbours_in_one_call(tmp_path: Path, monkeypatch) -> None:
-    # The neighbours that lend score are read in the search's own call on the engine's thread
-    # (one hop, not two), and the answer is the one reading them apart gives.
-    from longterm.backends.local import LocalBackend
-
-    m = LongTermMemory(backend_config={"path": str(tmp_path / "m.db")})
-    turns = ["which hotel should I book in Lisbon", "the Bairro Alto one, near the tram", "thanks", "ok"]
-    events = [{"author": "user", "content": {"role": "user", "parts": [{"text": t}]}} for t in turns]
-    await m.add_session_to_memory({"id": "s", "app_name": "app", "user_id": "u", "events": events})
-    reads: list[str] = []
-    real = LocalBackend._read
-
-    async def counted(self: LocalBackend, what: str, fn: Any, *args: object) -> Any:
-        reads.append(what)
-        return await real(self, what, fn, *args)
-
-    monkeypatch.setattr(LocalBackend, "_read", counted)
-    together = await _lent_search(m)
-    assert reads == ["searching"], reads
-    assert sorted(t for t, _ in together[:2]) == sorted(turns[:2]), together
-    monkeypatch.setattr(LocalBackend, "search_lending", None)  # as a backend without it: read apart
-    reads.clear()
-    apart = await _lent_search(m)
-    assert reads == ["searching", "reading neighbours"], reads
-    assert together == apart
     await m.close()
