@@ -16,6 +16,7 @@ from typing import Any
 from .errors import InvalidInputError, LongTermMemoryError
 from .policies import MemoryAutoSavePolicy
 from .policies.classify import classify_text
+from .policies.policy import OWN_SELECT
 from .records import MemoryRecord, plain_tree, record_id, repair_tree, repair_unicode
 from .sessions import Event, SessionView
 from .sessions.text_events import TextEvent, text_event
@@ -119,7 +120,7 @@ def plan_save(
     now = time.time() if now is None else now
     # An event of text parts alone is read without the models (``sessions.text_events``), unless the
     # policy has a ``select`` of its own, which is given ``Event``s.
-    texts = type(policy).select is MemoryAutoSavePolicy.select
+    texts = type(policy).select is OWN_SELECT
     for i, eid in enumerate(view.event_ids):
         if eid in saved or eid in planned:
             continue

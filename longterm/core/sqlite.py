@@ -20,14 +20,17 @@ when an object is missing (a new file, or a new version's table), and the log sa
 Why ``secure_delete``: a deleted row's bytes stay in its page and freed pages keep theirs
 until reused; memories are personal, so what is deleted is overwritten with zeros.
 
-Why ``wal_autocheckpoint`` is ``WAL_PAGES``, not SQLite's 1,000 pages: a checkpoint copies
+Why a store's writer may ask for a long log (``connect(..., wal_pages=WAL_PAGES)``, the local
+store's; a side ledger keeps SQLite's 1,000 pages): a checkpoint copies
 the log's pages into the file and syncs both, on the writer's thread, in the middle of a save;
 a log ten times as long is checkpointed a tenth as often, and a page written many times in it
 (the full-text segments, the indexes) is copied once. Measured at a million records (100
 users, sessions of 50, against raw SQLite FTS5 in one run): saves 0.61x raw with 1,000 pages,
 0.65x with 4,000, 0.69x with 16,000; at 100k, 0.67x, 0.71x with 10,000. The price: the log
-file grows to ~40 MB while a memory is open (closing folds it in and removes it), and opening
-a store after a crash replays up to that much. Durability is ``synchronous=NORMAL``'s either way.
+reaches ~40 MB between checkpoints (more while a reader's snapshot holds a checkpoint back; a
+checkpoint then cuts the file back to ``journal_size_limit``, the same 40 MB), the last
+connection to close, in any process, folds it in and removes it, and opening a store after a
+crash replays up to that much. Durability is ``synchronous=NORMAL``'s either way.
 
 Why 0600: the file is created owner-only before SQLite opens it (SQLite gives ``-wal`` and
 ``-shm`` the mode of the database file), whatever the umask; a store found readable by
@@ -57,7 +60,7 @@ log = logging.getLogger(__name__)
 #: How long a writer (or an opener) waits for another process before giving up.
 BUSY_TIMEOUT_MS = 30_000
 
-#: Pages the write-ahead log holds before the writer checkpoints it (see the module docstring).
+#: Pages a long write-ahead log holds before its writer checkpoints it (see the module docstring).
 WAL_PAGES = 10_000
 
 PRAGMAS = (
@@ -67,7 +70,6 @@ PRAGMAS = (
     "PRAGMA foreign_keys=ON",
     "PRAGMA temp_store=MEMORY",
     "PRAGMA secure_delete=ON",
-    f"PRAGMA wal_autocheckpoint={WAL_PAGES}",
 )
 #: A reader's connection: no journal switch (that is the writer's), never a write.
 READER_PRAGMAS = (
@@ -179,8 +181,10 @@ def _busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in str(exc) or "busy" in str(exc)
 
 
-def connect(path: str | Path, schema: str) -> sqlite3.Connection:
-    """Open ``path`` (created owner-only), switch it to WAL and create what ``schema`` lacks.
+def connect(path: str | Path, schema: str, *, wal_pages: int | None = None) -> sqlite3.Connection:
+    """Open ``path`` (created owner-only), switch it to WAL and create what ``schema`` lacks;
+    with ``wal_pages``, this connection checkpoints the log at that many pages (see the module
+    docstring), and cuts the file back to as many after a checkpoint.
 
     An existing store with its schema in place is only read: opening it never waits for a
     writer. Creating or completing the schema takes the write lock, and says so in the log."""
@@ -195,6 +199,9 @@ def connect(path: str | Path, schema: str) -> sqlite3.Connection:
         try:
             for pragma in PRAGMAS:
                 conn.execute(pragma)
+            if wal_pages is not None:
+                conn.execute(f"PRAGMA wal_autocheckpoint={int(wal_pages)}")
+                conn.execute(f"PRAGMA journal_size_limit={int(wal_pages) * 4096}")
             if missing := schema_missing(conn, schema):
                 log.info("%s: creating %s (takes the write lock)", path, ", ".join(missing))
                 conn.executescript(f"BEGIN IMMEDIATE;\n{schema}\nCOMMIT;")

@@ -1,7 +1,9 @@
 """Event classification: which role an event speaks in and what kind each part is.
 
-The seam: ``classify(event) -> Classified`` (a role and a list of ``Unit``s). The policy
-(``policy.py``) only decides which units to keep; it never looks at raw parts.
+The seam: ``classify(event) -> Classified`` (a role and a list of ``Unit``s), and
+``classify_text(event)`` the same of an event of text parts read without the models
+(``sessions.text_events``). The policy (``policy.py``) only decides which units to keep; it
+never looks at raw parts.
 
 Role normalisation (first matching row wins). ``ROLE_ALIASES`` is the one table of role
 names: events are read through it here, and policies (``include_roles``/``exclude_roles``)

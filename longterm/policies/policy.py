@@ -197,6 +197,11 @@ class MemoryAutoSavePolicy(BaseModel):
         )
 
 
+#: ``MemoryAutoSavePolicy.select`` as defined here: a policy whose ``select`` is another (a
+#: subclass's, or one patched onto the class) is given ``Event``s (``saves.plan_save``).
+OWN_SELECT = MemoryAutoSavePolicy.select
+
+
 def resolve_policy(policy: Any) -> MemoryAutoSavePolicy:
     """None, a preset name, a dict or a policy instance -> a policy (or a clear error)."""
     if policy is None:

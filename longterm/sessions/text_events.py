@@ -3,12 +3,12 @@
 The seam: ``text_event(raw, event_id)`` is a ``TextEvent`` when ``raw`` has the shape
 ``shapes.text_parts`` reads (a dict of at most ``id``, ``author``, ``timestamp`` and ``content``,
 a dict of at most ``role`` and ``parts`` of ``text`` alone: what a chat transcript, an OpenAI or
-LangChain message read by ``shapes`` or a JSON dump of a text turn is), its author a string and
-its time a number. For anything else it is None, and the caller reads the event as an
-``Event``. A ``TextEvent`` holds what ``Event`` makes of such a dict: the author and texts
-repaired (``repair_unicode``), the time read by ``parse_timestamp`` (a time it refuses: None, so
-the ``Event`` path says why); ``policies.classify.classify_text`` classifies it as ``classify``
-does the ``Event``.
+LangChain message read by ``shapes`` or a JSON dump of a text turn is), its author a ``str``
+and its time an ``int`` or a ``float`` (a subclass goes the ``Event`` way). For anything else it
+is None, and the caller reads the event as an ``Event``. A ``TextEvent`` holds what ``Event``
+makes of such a dict: the author and texts repaired (``repair_unicode``), the time read by
+``parse_timestamp`` (a time it refuses: None, so the ``Event`` path says why);
+``policies.classify.classify_text`` classifies it as ``classify`` does the ``Event``.
 
 Why: validating an event's three models (``Event``, ``Content``, ``Part``, with their field
 validators) was 5.2 us of the ~13 us planning takes a record, a tenth of a save; the checks

@@ -10,6 +10,7 @@ Why our own ISO 8601 reader: ``datetime.fromisoformat`` accepts different forms 
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import date, datetime, time
 
@@ -32,6 +33,13 @@ _ISO_8601 = re.compile(
     )?""",
     re.VERBOSE | re.IGNORECASE | re.ASCII,
 )
+
+
+def _shown(value: float) -> str:
+    """``value`` as an error message shows it: a huge integer by its size, not its 400 digits."""
+    if isinstance(value, int) and value.bit_length() > 100:  # str() refuses past 4,300 digits
+        return f"of about {int(value.bit_length() * 0.30103) + 1} digits"
+    return repr(value)
 
 
 def _in_range(seconds: float, shown: str) -> float:
@@ -77,8 +85,11 @@ def parse_timestamp(value: object) -> float:
     if isinstance(value, bool):
         raise InvalidInputError("timestamp must be a number or an ISO 8601 string, not a boolean.")
     if isinstance(value, (int, float)):
-        seconds = float(value) / 1000.0 if value > 1e11 else float(value)  # accept milliseconds
-        return _in_range(seconds, repr(value))
+        try:
+            seconds = float(value) / 1000.0 if value > 1e11 else float(value)  # accept milliseconds
+        except OverflowError:  # an int past any float is past any time too
+            seconds = math.inf
+        return _in_range(seconds, _shown(value))
     if isinstance(value, datetime):
         offset = value.utcoffset()
         seconds = (value.replace(tzinfo=None) - datetime(1970, 1, 1)).total_seconds()

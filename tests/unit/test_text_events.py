@@ -5,6 +5,7 @@ milliseconds, out of range) under any policy; and a shape it does not cover goes
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import longterm.saves as saves
+import longterm.shapes as shapes
+from longterm import LongTermMemory
 from longterm.errors import InvalidInputError
 from longterm.policies import MemoryAutoSavePolicy, resolve_policy
 from longterm.sessions import read_session
@@ -31,14 +34,18 @@ POLICIES = [
 texts = st.lists(st.one_of(st.characters(), st.sampled_from(["\ud800", "\udfff", " ", "\u00a0"])), max_size=12).map(
     "".join
 )
-roles = st.one_of(st.none(), st.sampled_from(["user", "Assistant", " HUMAN ", "model", "tool", "system", "", "x"]))
+roles = st.one_of(
+    st.none(), st.sampled_from(["user", "Assistant", " HUMAN ", "model", "tool", "system", "", "x", "\ud800", "a\x00b"])
+)
 authors = st.one_of(st.none(), st.sampled_from(["user", "ana", "bot", " System", ""]), texts)
 times = st.one_of(
     st.none(),
     st.integers(-10, 10**14),
+    st.integers(),
     st.floats(allow_nan=True, allow_infinity=True),
-    st.sampled_from([0, 1.5, 1_700_000_000, 1_700_000_000_123, 10**13, 2**63]),
+    st.sampled_from([0, 1.5, 1_700_000_000, 1_700_000_000_123, 10**13, 2**63, 2**1030, -(10**400), 10**5000]),
 )
+ids = st.one_of(st.sampled_from(["e1", "e2", "", None]), st.integers(), st.lists(st.integers(), max_size=2))
 
 
 @st.composite
@@ -48,7 +55,7 @@ def text_events(draw: st.DrawFn) -> dict[str, Any]:
     if (role := draw(roles)) is not None or draw(st.booleans()):
         content["role"] = role
     event["content"] = content
-    for key, values in (("author", authors), ("timestamp", times), ("id", st.sampled_from(["e1", "", None]))):
+    for key, values in (("author", authors), ("timestamp", times), ("id", ids)):
         if draw(st.booleans()):
             event[key] = draw(values)
     return event
@@ -64,7 +71,9 @@ def _plan(events: list[dict[str, Any]], policy: MemoryAutoSavePolicy) -> Any:
 
 
 def _the_long_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every event read as an ``Event``, and through every check of the input gate."""
     monkeypatch.setattr(saves, "text_event", lambda raw, eid: None)
+    monkeypatch.setattr(shapes, "text_parts", lambda raw: None)
 
 
 @settings(max_examples=300, deadline=None)
@@ -109,3 +118,34 @@ def test_a_policy_with_its_own_select_is_given_events(monkeypatch: pytest.Monkey
     view = read_session({"id": "s", "app_name": "app", "user_id": "u", "events": events})
     assert len(saves.plan_save(view, set(), Mine(), now=NOW).records) == 1
     assert [t.__name__ for t in seen] == ["Event"]
+
+
+def test_a_policy_whose_select_was_patched_onto_the_class_is_given_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(MemoryAutoSavePolicy, "select", lambda self, event: None)  # keeps nothing
+    events = [{"author": "user", "content": {"role": "user", "parts": [{"text": "hello"}]}}]
+    view = read_session({"id": "s", "app_name": "app", "user_id": "u", "events": events})
+    plan = saves.plan_save(view, set(), MemoryAutoSavePolicy(), now=NOW)
+    assert plan.records == [] and len(plan.covered) == 1
+
+
+def test_a_policy_with_its_own_select_classified_is_asked_on_both_paths() -> None:
+    class Nothing(MemoryAutoSavePolicy):
+        def select_classified(self, c: Any, author: str) -> Any:
+            return None
+
+    events = [{"author": "user", "content": {"role": "user", "parts": [{"text": "hello"}]}}]
+    assert _plan(events, Nothing()) == ([], _plan(events, resolve_policy(None))[1])
+
+
+@pytest.mark.parametrize("when", [10**400, 2**1030], ids=["10**400", "2**1030"])
+async def test_a_time_past_any_float_is_the_callers_error_on_every_way_in(tmp_path: Path, when: int) -> None:
+    # It was an OverflowError out of the time reader: the save's guard reported it as the
+    # store failing ("saving memories failed"), not as the caller's input.
+    memory = LongTermMemory(backend_config={"path": str(tmp_path / "m.db")})
+    event = {"author": "user", "timestamp": when, "content": {"role": "user", "parts": [{"text": "hi"}]}}
+    with pytest.raises(InvalidInputError, match="timestamp of about .* digits is not a time"):
+        await memory.add_session_to_memory({"id": "s", "app_name": "app", "user_id": "u", "events": [event]})
+    with pytest.raises(InvalidInputError, match="not a time"):
+        await memory.add({"role": "user", "content": "hi", "timestamp": when}, user_id="u")
+    assert await memory.search("hi", user_id="u") == []
+    await memory.close()

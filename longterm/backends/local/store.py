@@ -44,7 +44,15 @@ from ...core.aliases import Ids, Records, Vectors
 from ...core.engine import Engine, Query
 from ...core.errors import Rule
 from ...core.selection import Page, unsaved
-from ...core.sqlite import BUSY_TIMEOUT_MS, SQLITE_RULES, connect, hold_locks_after_fork, reader, write_transaction
+from ...core.sqlite import (
+    BUSY_TIMEOUT_MS,
+    SQLITE_RULES,
+    WAL_PAGES,
+    connect,
+    hold_locks_after_fork,
+    reader,
+    write_transaction,
+)
 from ...records import Hit, MemoryRecord, Scope
 from . import schema as sql
 from .rows import Held, fts_query, put, survivors, to_record, to_row
@@ -139,7 +147,7 @@ class LocalBackend(LocalSessions, Engine):
     @override
     def _open(self) -> None:
         if self._conn is None:
-            conn = connect(self.path, sql.SCHEMA + sql.VECTOR_SCHEMA)
+            conn = connect(self.path, sql.SCHEMA + sql.VECTOR_SCHEMA, wal_pages=WAL_PAGES)
             try:
                 upgrade(conn, self.path)
                 if self.embedding.later:
