@@ -15,7 +15,9 @@ process of its own, on its own store of the same data: the baseline of the same 
 The systems save the data in turns of ``--chunk`` sessions (1,000 turns; saves/s: the records
 over each one's own time), then each query is asked of every system in turn, so all pay the
 same gaps between calls. Raw qdrant-edge asked back to back (its threads never idle, as this
-table was measured before) is the extra row "raw qdrant-edge, back to back". Under ours, the
+table was measured before) is the extra row "raw qdrant-edge, back to back", and raw asked for
+``TOP_K * POOL`` points (the pool ours asks the engine for, to re-score) the row "what ours
+asks", each query right after the others. Under ours, the
 "of which" rows time the engine's parts on its thread: the full-text query (``_fulltext``) and
 the neighbours' read (``_around``; only searches with hits read neighbours). The ratios are
 against raw qdrant-edge in turn (saves: its saves/s). Prints a table and asserts nothing.
@@ -44,9 +46,12 @@ from _common import USERS, pct  # noqa: E402
 from _data import queries, sessions  # noqa: E402
 
 from longterm import LongTermMemory  # noqa: E402
+from longterm.retrieval.rescoring import Rescoring  # noqa: E402
 from longterm.retrieval.sparse import document_vector, query_vector  # noqa: E402
 
 TOP_K = 5
+#: Candidates a search asks the engine for per hit wanted (re-scoring's pool, by default).
+POOL = Rescoring().candidates
 
 
 def points(data):
@@ -119,12 +124,12 @@ class RawEdge:
         self.shard.flush()
         return time.perf_counter() - t
 
-    async def ask(self, i: int, q: str) -> float:
+    async def ask(self, i: int, q: str, limit: int = TOP_K) -> float:
         e = self.e
         flt = e.Filter(must=[e.FieldCondition(key="user_id", match=e.MatchValue(user(i)))])
         query = e.Query.Nearest(e.SparseVector(*query_vector(q)), using="text")
         t = time.perf_counter()
-        self.shard.query(e.QueryRequest(limit=TOP_K, query=query, filter=flt, with_payload=True))
+        self.shard.query(e.QueryRequest(limit=limit, query=query, filter=flt, with_payload=True))
         return time.perf_counter() - t
 
 
@@ -245,14 +250,17 @@ async def run_size(n: int, args: argparse.Namespace, tmp: Path, console: Any) ->
     console.print(f"{n:,} records: searching, each query in turn ...")
     raw = systems[0][1]
     tight = [await raw.ask(i, q) for i, q in enumerate(qs)]  # back to back, as measured before
+    pool: list[float] = []  # raw asked for as many as ours asks the engine (re-scoring's pool)
     for i, q in enumerate(qs):
         for label, system in systems:
             results[label]["lat"].append(await system.ask(i, q))
+        pool.append(await raw.ask(i, q, limit=TOP_K * POOL))
     out: list[tuple[str, dict]] = []
     for label, system in systems:
         out.append((label, results[label]))
         if label == "raw qdrant-edge":
             out.append(("raw qdrant-edge, back to back", {"lat": tight}))
+            out.append((f"raw qdrant-edge, top {TOP_K * POOL} (what ours asks)", {"lat": pool}))
         for name, what in (("fulltext", "the full-text query"), ("around", "the neighbours' read")):
             if getattr(system, "parts", {}).get(name):
                 out.append((f"    of which {what} alone", {"lat": system.parts[name]}))
