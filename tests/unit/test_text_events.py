@@ -149,3 +149,49 @@ async def test_a_time_past_any_float_is_the_callers_error_on_every_way_in(tmp_pa
         await memory.add({"role": "user", "content": "hi", "timestamp": when}, user_id="u")
     assert await memory.search("hi", user_id="u") == []
     await memory.close()
+
+
+@st.composite
+def adk_events(draw: st.DrawFn) -> Any:
+    """ADK event objects as a runner's session holds them: mostly text parts, now and then a part
+    or a field the text path must leave to the ``Event`` path."""
+    from google.adk.events import Event
+    from google.genai import types
+
+    parts = []
+    for text in draw(st.lists(texts, min_size=0, max_size=3)):
+        kind = draw(st.sampled_from(["text"] * 6 + ["thought", "call", "none-set"]))
+        if kind == "thought":
+            parts.append(types.Part(text=text, thought=True))
+        elif kind == "call":
+            parts.append(types.Part(function_call=types.FunctionCall(name="f", args={"q": text})))
+        elif kind == "none-set":
+            parts.append(types.Part(text=text, thought=None))
+        else:
+            parts.append(types.Part(text=text))
+    fields: dict[str, Any] = {"author": draw(st.sampled_from(["user", "agent", "User", "\ud800x", ""]))}
+    fields["content"] = types.Content(role=draw(st.sampled_from(["user", "model", None])), parts=parts)
+    fields["timestamp"] = draw(st.one_of(st.floats(0, 4e12), st.sampled_from([0.0, 1.7e9, 1.7e12])))
+    extra = draw(st.sampled_from([{}, {}, {}, {"error_code": "E1"}, {"custom_metadata": {"k": 1}}, {"partial": False}]))
+    return Event(**fields, **extra)
+
+
+@settings(max_examples=150, deadline=None)
+@given(events=st.lists(adk_events(), min_size=1, max_size=4), policy=st.sampled_from(POLICIES))
+def test_an_adk_event_of_text_parts_is_planned_as_its_event_would_be(events: list[Any], policy: Any) -> None:
+    fast = _plan(events, policy)
+    with pytest.MonkeyPatch.context() as mp:
+        _the_long_way(mp)
+        slow = _plan(events, policy)
+    assert fast == slow
+
+
+def test_an_adk_event_of_text_parts_is_read_without_the_models() -> None:
+    from google.adk.events import Event
+    from google.genai import types
+
+    text = Event(author="user", content=types.Content(role="user", parts=[types.Part(text="hi")]))
+    assert isinstance(text_event(text, "e"), TextEvent)
+    thought = Event(author="user", content=types.Content(parts=[types.Part(text="hi", thought=True)]))
+    failed = Event(author="user", error_code="E", content=types.Content(parts=[types.Part(text="hi")]))
+    assert text_event(thought, "e") is None and text_event(failed, "e") is None
