@@ -76,13 +76,18 @@ def _the_long_way(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(shapes, "text_parts", lambda raw: None)
 
 
-@settings(max_examples=300, deadline=None)
-@given(events=st.lists(text_events(), min_size=1, max_size=4), policy=st.sampled_from(POLICIES))
-def test_a_text_event_is_planned_as_its_event_would_be(events: list[dict[str, Any]], policy: Any) -> None:
+def _both_ways(events: list[Any], policy: MemoryAutoSavePolicy) -> tuple[Any, Any]:
+    """``_plan`` of ``events`` as saves run it, and the long way (``_the_long_way``)."""
     fast = _plan(events, policy)
     with pytest.MonkeyPatch.context() as mp:
         _the_long_way(mp)
-        slow = _plan(events, policy)
+        return fast, _plan(events, policy)
+
+
+@settings(max_examples=300, deadline=None)
+@given(events=st.lists(text_events(), min_size=1, max_size=4), policy=st.sampled_from(POLICIES))
+def test_a_text_event_is_planned_as_its_event_would_be(events: list[dict[str, Any]], policy: Any) -> None:
+    fast, slow = _both_ways(events, policy)
     assert fast == slow
 
 
@@ -179,10 +184,7 @@ def adk_events(draw: st.DrawFn) -> Any:
 @settings(max_examples=150, deadline=None)
 @given(events=st.lists(adk_events(), min_size=1, max_size=4), policy=st.sampled_from(POLICIES))
 def test_an_adk_event_of_text_parts_is_planned_as_its_event_would_be(events: list[Any], policy: Any) -> None:
-    fast = _plan(events, policy)
-    with pytest.MonkeyPatch.context() as mp:
-        _the_long_way(mp)
-        slow = _plan(events, policy)
+    fast, slow = _both_ways(events, policy)
     assert fast == slow
 
 
