@@ -91,6 +91,10 @@ class Distiller:
         """Distil the user's evidence in ``queued`` (and, the first time here, in the store) that
         the ledger has not seen distilled, oldest first, a batch at a time; a batch that failed
         and what follows it go back to ``requeue`` before the failure is raised."""
+        # The marks known when these records were taken (nothing awaited since): an erase whose
+        # mark came later is one a batch must follow after its write, even if the batch's own
+        # read of the marks (``before``) already sees it; its evidence may be in ``queued``.
+        known = self.erasures.known(scope)
         records = dict(queued)
         if scope not in self._seen:  # first time for this user here: what did an earlier process leave?
             marks = await self.erasures.read(scope)
@@ -109,17 +113,17 @@ class Distiller:
         self._seen.add(scope)  # from here on, what is left to do is in the queue
         for i in range(0, len(todo), self.config.batch_events):
             batch = todo[i : i + self.config.batch_events]
-            before = await self.erasures.read(scope)
+            marks = await self.erasures.read(scope)
             try:
-                await self.distill(scope, batch, self.model, self.config, before)
+                await self.distill(scope, batch, self.model, self.config, marks & known)
                 self._strikes.pop(batch[0].id, None)
             except (ModelError, BackendUnavailableError, asyncio.CancelledError):
-                self._requeue(scope, todo[i:], before)  # the model's answer or an outage: retried, never skipped
+                self._requeue(scope, todo[i:], marks)  # the model's answer or an outage: retried, never skipped
                 raise
             except Exception as exc:
                 strikes = self._strikes[batch[0].id] = self._strikes.get(batch[0].id, 0) + 1
                 if strikes < POISON_STRIKES:
-                    self._requeue(scope, todo[i:], before)
+                    self._requeue(scope, todo[i:], marks)
                     raise
                 del self._strikes[batch[0].id]  # not the model, not an outage: skip it, keep the rest going
                 log.error("facts: a batch of %d events failed %d times (%s); skipped", len(batch), strikes, exc)

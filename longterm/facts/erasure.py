@@ -57,6 +57,10 @@ class Erasures:
         self._marks[scope] = self._marks.get(scope, set()) | marks
         return marks
 
+    def known(self, scope: Scope) -> set[str]:
+        """The user's marks this process has seen (read, or added by its erases), without a read."""
+        return set(self._marks.get(scope, set()))
+
     def erased_since(self, scope: Scope, marks: set[str]) -> Erased:
         """A predicate: was the record erased by a mark not in ``marks``? (read from the marks
         the last ``read`` left: marks of this process are there at once)."""

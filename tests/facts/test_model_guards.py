@@ -206,3 +206,33 @@ async def test_a_model_that_stays_down_is_retried_with_backoff_not_hammered(tmp_
         await asyncio.sleep(0.05)
     assert await current(m) == ["The user lives in Porto", "The user is vegan"]
     await m.close()
+
+
+async def test_an_erase_after_the_worker_took_a_users_records_leaves_no_fact_of_them(
+    tmp_path: Path, chat: ScriptedChat, monkeypatch: pytest.MonkeyPatch
+):
+    # The cause of a rare failure of the test above: the worker had taken the user's queued
+    # records, and the erase's mark went in before it read the marks for its batch; that read
+    # then counted the erase as already followed, and the fact it distilled from the erased
+    # record stayed. Here the worker's first read of the marks waits until the erase is done.
+    from longterm.facts.erasure import Erasures
+
+    erased, calls = threading.Event(), []
+    real = Erasures.read
+
+    async def read(self: Erasures, scope: Any) -> set[str]:
+        calls.append(scope)
+        if len(calls) == 1:  # the worker's, with the user's records taken: the erase comes now
+            await asyncio.to_thread(erased.wait, 10)
+        return await real(self, scope)
+
+    monkeypatch.setattr(Erasures, "read", read)
+    m = local(tmp_path, chat, timeout=60)
+    await m.add_session_to_memory(said(1, "I live in Porto."))
+    while not calls:
+        await asyncio.sleep(0.01)
+    assert await asyncio.wait_for(m.delete_memory(app_name=APP, user_id=USER, session_id="s1"), 10) == 1
+    erased.set()
+    assert await m.flush_facts() == 0
+    assert await every(m) == []
+    await m.close()
