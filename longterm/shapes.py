@@ -281,7 +281,8 @@ def _from_langchain(d: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 #: The fields an event of text parts may have (``text_parts``).
 TEXT_EVENT_FIELDS = frozenset({"id", "author", "timestamp", "content"})
-_TEXT_CONTENT_FIELDS = frozenset({"role", "parts"})
+#: The fields its content may have (an ADK object's content too: ``sessions.text_events``).
+TEXT_CONTENT_FIELDS = frozenset({"role", "parts"})
 
 
 def text_parts(raw: Any) -> list[str] | None:
@@ -292,7 +293,7 @@ def text_parts(raw: Any) -> list[str] | None:
     if type(raw) is not dict or not TEXT_EVENT_FIELDS.issuperset(raw):
         return None
     content = raw.get("content")
-    if type(content) is not dict or not _TEXT_CONTENT_FIELDS.issuperset(content):
+    if type(content) is not dict or not TEXT_CONTENT_FIELDS.issuperset(content):
         return None
     role, parts = content.get("role"), content.get("parts")
     if type(parts) is not list or not parts or (role is not None and type(role) is not str):

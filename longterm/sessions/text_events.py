@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import InvalidInputError
 from ..records import repair_unicode
-from ..shapes import text_parts
+from ..shapes import TEXT_CONTENT_FIELDS, text_parts
 from .timestamps import parse_timestamp
 
 
@@ -46,7 +46,6 @@ class TextEvent:
 #: content (its others, ``actions`` say, are kept by ``Event`` and read by nothing of a save).
 _ADK_READ = ("partial", "error_code", "error_message", "input_transcription", "output_transcription", "custom_metadata")
 _PART_SET = frozenset({"text"})
-_CONTENT_SET = frozenset({"role", "parts"})
 
 
 def _adk_text(raw: Any) -> tuple[Any, Any, Any, list[str]] | None:
@@ -59,7 +58,7 @@ def _adk_text(raw: Any) -> tuple[Any, Any, Any, list[str]] | None:
         return None
     content = getattr(raw, "content", None)
     fields = getattr(content, "__pydantic_fields_set__", None)
-    if content is None or fields is None or not _CONTENT_SET.issuperset(fields) or content.__pydantic_extra__:
+    if content is None or fields is None or not TEXT_CONTENT_FIELDS.issuperset(fields) or content.__pydantic_extra__:
         return None
     parts = content.parts
     if type(parts) is not list or not parts:
