@@ -27,7 +27,6 @@ from typing import Any
 import pytest
 
 from longterm import LongTermMemory
-from tests.faults.conftest import ROOT
 
 APP, USER = "notes", "ada"
 #: How long the other process holds the write lock: far longer than any bound below.
@@ -73,7 +72,7 @@ def holder(home: Path) -> Iterator[subprocess.Popen[str]]:
 
 def test_cli_search_answers_while_another_process_holds_the_write_lock(home: Path, holder: Any) -> None:
     env = {**os.environ, "LONGTERM_HOME": str(home)}
-    cli = [str(ROOT / ".venv" / "bin" / "longterm"), "search", "--app", APP, "--user", USER, "--json", "spare key"]
+    cli = [str(Path(sys.executable).parent / "longterm"), "search", "--app", APP, "--user", USER, "--json", "spare key"]
     start = time.monotonic()
     done = subprocess.run(cli, env=env, cwd=home, capture_output=True, text=True, timeout=HOLD - 5)
     took = time.monotonic() - start

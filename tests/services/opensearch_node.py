@@ -1,4 +1,4 @@
-"""A real OpenSearch 2.19.1 node (with the k-NN plugin) on 127.0.0.1, in a JVM; or several
+"""A real OpenSearch node with the k-NN plugin (the version pom.xml pins) on 127.0.0.1, in a JVM; or several
 nodes of one cluster (``start_cluster``), each in its own JVM so one can be killed.
 
 Built by install-opensearch.sh from the Maven project beside this file. A node stops when

@@ -103,8 +103,9 @@ class RedisBackend(Engine):
         if cfg.sentinels:
             from redis.sentinel import Sentinel
 
-            auth = {"username": cfg.username, "password": cfg.password, "db": cfg.db or 0}
-            sentinel = Sentinel(cfg.sentinels, sentinel_kwargs=timeouts, protocol=2, **timeouts, **auth)
+            # The connections' options, of mixed types (redis 8 types Sentinel's own parameters).
+            conn: dict[str, Any] = {**timeouts, "username": cfg.username, "password": cfg.password, "db": cfg.db or 0}
+            sentinel = Sentinel(cfg.sentinels, sentinel_kwargs=timeouts, protocol=2, **conn)
             self._r = sentinel.master_for(cfg.service_name, max_connections=n)
         else:
             try:
