@@ -200,7 +200,8 @@ if __name__ == "__main__":
         )
         print(f"saved {result.saved} of {result.new_events} new events")
         found = await memory.search_memory(app_name="demo", user_id="ada", query="Where did I move?")
-        print("found:", [m.content.parts[0].text for m in found.memories])
+        for m in found.memories:
+            print("found:", m.content.parts[0].text)
         await memory.close()
 
     asyncio.run(demo())

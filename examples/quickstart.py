@@ -23,8 +23,9 @@ def main() -> None:
         print(f"saved {result.saved} new memories of {result.new_events} new events")
 
         for question in ["What food do I like?", "When is my flight?"]:
-            hits = memory.search_sync(question, user_id="alice", top_k=2)
-            print(question, "->", [f"{m.text} (score {m.score:.2f})" for m in hits])
+            print(question)
+            for m in memory.search_sync(question, user_id="alice", top_k=2):
+                print(f"  {m.score:.2f}  {m.text}")
 
 
 if __name__ == "__main__":

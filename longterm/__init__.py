@@ -22,7 +22,7 @@ from .records import Hit, MemoryRecord, Scope, record_id
 from .retrieval.rescoring import Rescoring
 from .tools import MemoryTool
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "HAVE_ADK",
