@@ -180,7 +180,7 @@ async def _store_checks(memory: LongTermMemory, versions: str) -> list[Check]:
             rows.append(Check("embedder identity", "warn", off, "`longterm migrate` into a new index adds vectors"))
         else:
             rows.append(Check("embedder identity", "ok", f"the store's vectors are {embedder.id!r}'s"))
-    if indices and memory.index not in indices:
+    if indices and memory.told_index and memory.index not in indices:
         rows.append(
             Check(
                 "index",
@@ -189,7 +189,7 @@ async def _store_checks(memory: LongTermMemory, versions: str) -> list[Check]:
                 "pass --index (the application's index=, or app_name) to examine another",
             )
         )
-    if not capabilities(backend).atomic_save and memory.index in indices:  # records, then the ledger
+    if not capabilities(backend).atomic_save and indices:  # records, then the ledger
         rows.append(await _ledger_agrees(memory))
     server = await asyncio.to_thread(_server_version, backend)
     rows.append(Check("versions", "ok", versions + (f", {server}" if server else "")))
@@ -205,8 +205,12 @@ async def _ledger_agrees(memory: LongTermMemory) -> Check:
     session the ledger knows is in that session's ledger. A record outside it is a save that was
     cut off between its two writes (harmless: saving the session again marks it, writing nothing
     twice); records of sessions the ledger never saw (``add_memory``, a restore) are not counted."""
-    ledger, read, missing, where = memory.event_ledger, 0, 0, set()
-    for app, user, _ in (await asyncio.wait_for(memory.scopes(), DEADLINE))[:LEDGER_USERS]:
+    read, missing, where = 0, 0, set()
+    users: list[tuple[str, str, int]] = []
+    for index in await asyncio.wait_for(memory.indices(), DEADLINE) or [memory.index]:
+        users += await asyncio.wait_for(memory.scopes(index=index), DEADLINE)
+    for app, user, _ in users[:LEDGER_USERS]:
+        ledger = (await memory.located(app, user)).ledger  # the ledger of the index the user lives in
         by_session: dict[str, set[str]] = {}
         async for rec in memory.iter_records(app_name=app, user_id=user):
             by_session.setdefault(rec.session_id, set()).add(rec.event_id)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from datetime import datetime, timezone
 from typing import Any, Literal
 
@@ -210,6 +211,12 @@ def check_id(kind: str, value: Any) -> str:
     return check_unicode(kind, value)
 
 
+def name_id(kind: str, value: Any) -> str:
+    """An app, user or session id checked (``check_id``) in NFC, the one form names compare in
+    ("José" precomposed or not is one person; case and compatibility forms stay apart)."""
+    return unicodedata.normalize("NFC", check_id(kind, value))
+
+
 class Scope(BaseModel):
     """Who a memory belongs to: one user of one app. Every read and write is scoped."""
 
@@ -221,12 +228,12 @@ class Scope(BaseModel):
     @field_validator("app_name")
     @classmethod
     def _app(cls, v: Any) -> str:
-        return check_id("app_name", v)
+        return name_id("app_name", v)
 
     @field_validator("user_id")
     @classmethod
     def _user(cls, v: Any) -> str:
-        return check_id("user_id", v)
+        return name_id("user_id", v)
 
 
 def record_id(app_name: str, user_id: str, session_id: str, event_id: str) -> str:

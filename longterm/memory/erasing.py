@@ -11,6 +11,7 @@ live session's next save writes only its new events.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 
 from .. import telemetry
@@ -22,9 +23,11 @@ from .wiring import Wiring
 class Eraser:
     """A memory's erasures (see the module docstring)."""
 
-    def __init__(self, parts: Wiring, index: str) -> None:
+    def __init__(self, parts: Wiring, index: str, locate: Callable[[Scope], Awaitable[Eraser]] | None = None) -> None:
         self.parts = parts
         self.backend_name, self.index = parts.name, index  # what telemetry labels an erase with
+        self.locate = locate
+        """The eraser of the index a scope lives in (``memory.routing``); None: this one."""
 
     def _guard(self, what: str) -> AbstractContextManager[None]:
         return guard(what, f"backend {self.backend_name!r}")
@@ -32,7 +35,8 @@ class Eraser:
     @telemetry.erasing
     async def erase(self, scope: Scope, *, memory_id: str | None = None, session_id: str | None = None) -> int:
         """Delete ``memory_id``, else the memories of ``session_id``, else all of ``scope``; how many went."""
-        backend, facts = self.parts.backend, self.parts.facts
+        target = self if self.locate is None else await self.locate(scope)
+        backend, facts = target.parts.backend, target.parts.facts
         if facts is not None:  # marked first: distilling anywhere follows the erase
             with self._guard("erasing facts"):
                 await facts.begin_erase(scope, session_id=session_id, memory_id=memory_id)

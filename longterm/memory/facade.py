@@ -28,7 +28,7 @@ from typing import Any
 from .._sync import sync_twin
 from ..facts import SearchKind
 from ..policies import resolve_policy
-from ..records import Memory, MemoryPage, MemoryRecord, SaveResult, check_id
+from ..records import Memory, MemoryPage, MemoryRecord, SaveResult, name_id
 from ..shapes import as_messages
 from ..tools import MemoryTool
 from . import inputs
@@ -68,9 +68,9 @@ class LongTermMemory(MemoryService):
         an event saved before (same id, or same author, time and content) is not saved again.
         """
         scope = inputs.scope(self.default_app, user_id)
-        sid = f"add-{uuid.uuid4().hex}" if session_id is None else check_id("session_id", session_id)
+        sid = f"add-{uuid.uuid4().hex}" if session_id is None else name_id("session_id", session_id)
         raw = as_messages(messages)
-        return await self._saver.events(scope, sid, raw, resolve_policy(policy), inputs.metadata(metadata))
+        return await self._own.saver.events(scope, sid, raw, resolve_policy(policy), inputs.metadata(metadata))
 
     async def search(
         self,
@@ -93,7 +93,7 @@ class LongTermMemory(MemoryService):
     async def get(self, memory_id: str, *, user_id: str) -> Memory | None:
         """The user's memory with id ``memory_id`` (None: there is none)."""
         scope = inputs.scope(self.default_app, user_id)
-        return await self._reader.get(scope, inputs.text_id("memory_id", memory_id))
+        return await (await self._route(scope)).reader.get(scope, inputs.text_id("memory_id", memory_id))
 
     async def get_all(
         self, *, user_id: str, limit: int = 100, cursor: str | None = None, newest_first: bool = False
@@ -102,7 +102,8 @@ class LongTermMemory(MemoryService):
         pass ``page.next_cursor`` for the next. Each page is one engine call (``page_by_time``),
         whatever the user holds."""
         scope = inputs.scope(self.default_app, user_id)
-        return await self._reader.page(scope, inputs.bounded_int("limit", limit), cursor, bool(newest_first))
+        reader = (await self._route(scope)).reader
+        return await reader.page(scope, inputs.bounded_int("limit", limit), cursor, bool(newest_first))
 
     async def delete(self, memory_id: str, *, user_id: str) -> bool:
         """Erase the user's memory ``memory_id``; True if there was one."""
@@ -114,15 +115,16 @@ class LongTermMemory(MemoryService):
 
     # -- the whole store ----------------------------------------------------------------
 
-    async def scopes(self) -> list[tuple[str, str, int]]:
-        """(app, user, count) of every user with memories in this memory's index, for stats,
-        migrations and inspection (every built-in engine lists them)."""
-        return await self._reader.scopes()
+    async def scopes(self, *, index: str | None = None) -> list[tuple[str, str, int]]:
+        """(app, user, count) of every user with memories in ``index`` of this store (default:
+        this memory's own), for stats, migrations and inspection (every built-in engine lists them)."""
+        route = self._own if index is None else self._router.opened(inputs.text_id("index", index))
+        return await route.reader.scopes()
 
     async def indices(self) -> list[str]:
         """The index names of this store (its location and prefix) that hold memories: what
         ``LongTermMemory(index=...)`` opens. This memory's own index is listed when it has any."""
-        return await self._reader.indices()
+        return await self._own.reader.indices()
 
     async def upsert_records(self, records: Sequence[MemoryRecord]) -> None:
         """Write records as they are (migration between backends, restore from export).
@@ -130,7 +132,7 @@ class LongTermMemory(MemoryService):
         Each record's id must be the one its app, user, session and event derive (``record_id``;
         records read from any store have it): an id of another user's memory is refused, never
         written over theirs."""
-        await self._saver.records(inputs.items("records", records, "MemoryRecords"))
+        await self._own.saver.records(inputs.items("records", records, "MemoryRecords"))
 
     async def recover_sessions(
         self, session_service: Any, *, app_name: str, user_id: str | None = None
@@ -158,32 +160,35 @@ class LongTermMemory(MemoryService):
         string, as event times are read). Empty when facts are off."""
         scope = inputs.scope(app_name, user_id)
         when = None if as_of is None else inputs.as_of(as_of)
-        return await self._fact_access.facts(scope, current=not include_superseded, as_of=when)
+        return await (await self._route(scope)).facts.facts(scope, current=not include_superseded, as_of=when)
 
     async def fact_history(self, *, app_name: str, user_id: str, fact_id: str) -> list[dict[str, Any]]:
         """A fact's trail, oldest first: the facts it replaced, itself, what replaced it; each
         with its validity, evidence record ids and audit history."""
         scope = inputs.scope(app_name, user_id)
-        return await self._fact_access.history(scope, inputs.text_id("fact_id", fact_id))
+        return await (await self._route(scope)).facts.history(scope, inputs.text_id("fact_id", fact_id))
 
     async def consolidate_facts(self, *, app_name: str, user_id: str) -> dict[str, int]:
         """Merge duplicate facts and resolve contradictions (the newer wins); nothing is destroyed."""
-        return await self._fact_access.consolidate(inputs.scope(app_name, user_id))
+        scope = inputs.scope(app_name, user_id)
+        return await (await self._route(scope)).facts.consolidate(scope)
 
     async def rebuild_facts(self, *, app_name: str, user_id: str, **overrides: Any) -> dict[str, int]:
         """Distil the user's facts afresh from all their evidence; ``overrides`` are ``FactsConfig``
         fields for this run (``model=``, ``base_url=``, ``extract_prompt=``, ...)."""
-        return await self._fact_access.rebuild(inputs.scope(app_name, user_id), overrides)
+        scope = inputs.scope(app_name, user_id)
+        return await (await self._route(scope)).facts.rebuild(scope, overrides)
 
     async def distill_facts(self, *, app_name: str, user_id: str) -> int:
         """Distil the user's evidence not yet distilled (what a stopped process left: the next
         save does it too) and wait; return how many records still wait."""
-        return await self._fact_access.distill(inputs.scope(app_name, user_id))
+        scope = inputs.scope(app_name, user_id)
+        return await (await self._route(scope)).facts.distill(scope)
 
     async def flush_facts(self) -> int:
         """Wait until queued evidence was distilled (or failed once more); return how many
         records still wait (0 when facts are off, or all landed)."""
-        return await self._fact_access.flush()
+        return await self._life.flush_facts()
 
     # -- tools ----------------------------------------------------------------------------
 

@@ -1,8 +1,9 @@
 """A memory's life: its background loop, the auto-savers it flushes, and closing in the one safe order.
 
-The seam: ``Lifecycle(parts)`` holds the memory's ``portal`` (its own loop, started on first
+The seam: ``Lifecycle(router)`` holds the memory's ``portal`` (its own loop, started on first
 use), the auto-savers it knows of (weakly: ``add``, ``release``), ``flush_savers()``,
-``unsaved_events()`` and ``close(flush=)``; ``is_open`` is False once a close began.
+``flush_facts()``, ``unsaved_events()`` and ``close(flush=)`` (of every index the memory
+opened, ``memory.routing``); ``is_open`` is False once a close began.
 ``unsaved_error`` is the one error of a close that could not save.
 
 Why this order on close: what automatic saving holds is saved first (the store is still
@@ -25,7 +26,7 @@ from .._sync import SyncPortal
 from ..autosave import AutoSaver
 from ..core.errors import guard
 from ..errors import BackendUnavailableError
-from .wiring import Wiring
+from .routing import Router, close_route
 
 
 def unsaved_error(
@@ -43,8 +44,8 @@ def unsaved_error(
 class Lifecycle:
     """The background loop, the auto-savers and the close of one memory (see the module docstring)."""
 
-    def __init__(self, parts: Wiring) -> None:
-        self.parts = parts
+    def __init__(self, router: Router) -> None:
+        self.router = router
         self.closed = False
         self.savers: weakref.WeakSet[AutoSaver] = weakref.WeakSet()
         self._portal: SyncPortal | None = None
@@ -79,6 +80,10 @@ class Lifecycle:
                 first = first or exc
         return first
 
+    async def flush_facts(self) -> int:
+        """Wait for every index's fact layer; how many records still wait over them all."""
+        return sum([await route.facts.flush() for route in self.router.routes()])
+
     async def close(self, *, flush: bool) -> None:
         """Close in the order of the module docstring; a second close does nothing."""
         if self.closed:
@@ -88,14 +93,16 @@ class Lifecycle:
         self.closed = True
         for saver in list(self.savers):
             saver.close()  # no timer may save into a closed store
-        parts = self.parts
         try:
-            if parts.facts is not None:
-                await parts.facts.close()
-            with guard("closing", f"backend {parts.name!r}"):
-                await parts.backend.close()
-                if parts.own_ledger is not None:
-                    await parts.own_ledger.close()
+            first: BaseException | None = None
+            for route in self.router.routes():  # each released, even after another failed
+                try:
+                    with guard("closing", f"backend {route.parts.name!r}"):
+                        await close_route(route)
+                except Exception as exc:
+                    first = first or exc
+            if first is not None:
+                raise first
         finally:
             portal = self._portal
             if portal is not None and not portal.mine():  # on its own loop (close_sync): stopped after

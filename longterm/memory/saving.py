@@ -21,7 +21,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+import unicodedata
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from functools import partial
 from typing import Any, TypeVar
@@ -32,7 +33,7 @@ from .. import telemetry
 from ..core.errors import guard
 from ..errors import InvalidInputError
 from ..policies import MemoryAutoSavePolicy, resolve_policy
-from ..records import MemoryRecord, SaveResult, Scope
+from ..records import MemoryRecord, SaveResult, Scope, record_id
 from ..saves import SavePlan, make_record, plan_save
 from ..sessions import SessionView, event_ids, read_events, read_session, to_event
 from .inputs import scope as checked_scope
@@ -47,6 +48,8 @@ LOGGED_REFUSALS = 10_000
 
 T = TypeVar("T")
 Ts = TypeVarTuple("Ts")
+#: The saver of the index a scope lives in (``memory.routing``).
+Locate = Callable[[Scope], Awaitable["Saver"]]
 
 
 async def _cpu(off_loop: bool, fn: Callable[[Unpack[Ts]], T], *args: Unpack[Ts]) -> T:
@@ -94,12 +97,25 @@ def _direct_records(
     return records, len(seen)
 
 
+def in_nfc(record: MemoryRecord) -> MemoryRecord:
+    """``record`` with its app, user and session ids in NFC and the id those derive; the record
+    itself when they are NFC already (``records.name_id``: exports of older stores)."""
+    ids = (record.app_name, record.user_id, record.session_id)
+    app, user, session = (unicodedata.normalize("NFC", v) for v in ids)
+    if (app, user, session) == ids:
+        return record
+    rid = record_id(app, user, session, record.event_id)
+    return record.model_copy(update={"app_name": app, "user_id": user, "session_id": session, "id": rid})
+
+
 class Saver:
     """Every way a memory saves (see the module docstring), over one memory's parts."""
 
-    def __init__(self, parts: Wiring, index: str) -> None:
+    def __init__(self, parts: Wiring, index: str, locate: Locate | None = None) -> None:
         self.parts = parts
         self.backend_name, self.index = parts.name, index  # what telemetry labels a save with
+        self.locate = locate
+        """The saver of the index a session's scope lives in (``memory.routing``); None: this one."""
         self.refused_logged: set[tuple[str, str, str, str]] = set()
 
     def _guard(self, what: str) -> AbstractContextManager[None]:
@@ -114,7 +130,8 @@ class Saver:
         view = await _cpu(big, partial(read_session, lenient=lenient), session)
         scope = checked_scope(view.app_name, view.user_id)
         self._log_refused(view)
-        plan = await self._plan_and_write(scope, view, policy, None, reconsider=reconsider, off_loop=big)
+        target = self if self.locate is None else await self.locate(scope)
+        plan = await target._plan_and_write(scope, view, policy, None, reconsider=reconsider, off_loop=big)
         if log.isEnabledFor(logging.DEBUG):  # the pseudonym is a hash: not made for a line nobody logs
             log.debug(
                 "saved %d of %d new events of session %s",
@@ -161,7 +178,8 @@ class Saver:
             return SessionView(scope.app_name, scope.user_id, sid, event_ids(events), events)
 
         view = await _cpu(big, read)
-        plan = await self._plan_and_write(scope, view, policy, meta, reconsider=False, off_loop=big)
+        target = self if self.locate is None else await self.locate(scope)
+        plan = await target._plan_and_write(scope, view, policy, meta, reconsider=False, off_loop=big)
         return SaveResult(
             session_id=sid, new_events=plan.new_events, saved=len(plan.records), memory_ids=[r.id for r in plan.records]
         )
@@ -170,14 +188,16 @@ class Saver:
     async def memories(self, scope: Scope, items: list[Any], meta: Mapping[str, object] | None) -> SaveResult:
         """Write explicit memories (``MemoryEntry``-like: content, author, timestamp, id) as they are."""
         records, new = await _cpu(len(items) > OFF_LOOP_EVENTS, _direct_records, scope, items, meta)
+        target = self if self.locate is None else await self.locate(scope)
         with self._guard("saving memories"):
-            await self.parts.backend.upsert(records)
-        if self.parts.facts is not None and records:
-            self.parts.facts.schedule(scope, records)
+            await target.parts.backend.upsert(records)
+        target._schedule_facts(scope, records)
         return SaveResult(session_id="_direct", new_events=new, saved=len(records))
 
     async def records(self, batch: Sequence[object]) -> None:
-        """Write records as they are, each with the id its app, user, session and event derive."""
+        """Write records as they are, each with the id its app, user, session and event derive,
+        into the index its (app, user) lives in; ids in another Unicode form than NFC (an export
+        of an older store) are written as their NFC twin (``in_nfc``)."""
         checked: list[MemoryRecord] = []
         for i, rec in enumerate(batch):
             if not isinstance(rec, MemoryRecord):
@@ -191,9 +211,15 @@ class Saver:
                     f"{rec.own_id()!r}: ids are derived from where a memory belongs, so a record cannot be moved "
                     "by editing its scope: give it id=record.own_id() (longterm.records.record_id of those four)."
                 )
-            checked.append(rec)
-        with self._guard("saving memories"):
-            await self.parts.backend.upsert(checked)
+            checked.append(in_nfc(rec))
+        groups: dict[tuple[str, str], list[MemoryRecord]] = {}
+        for rec in checked:
+            groups.setdefault((rec.app_name, rec.user_id), []).append(rec)
+        for (app, user), group in groups.items():
+            scope = Scope(app_name=app, user_id=user)
+            target = self if self.locate is None else await self.locate(scope)
+            with self._guard("saving memories"):
+                await target.parts.backend.upsert(group)
 
     async def _plan_and_write(
         self,

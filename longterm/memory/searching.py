@@ -17,7 +17,7 @@ measured, terms of 16 K characters take ~8 ms, of a 1.7 MB paste ~1 s.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractContextManager
 from datetime import datetime
 
@@ -146,15 +146,35 @@ def turn(record: MemoryRecord) -> dict[str, object]:
 class Searcher:
     """Every search of a memory (see the module docstring), over one memory's parts."""
 
-    def __init__(self, parts: Wiring, index: str) -> None:
+    def __init__(self, parts: Wiring, index: str, locate: Callable[[Scope], Awaitable[Searcher]] | None = None) -> None:
         self.parts = parts
         self.backend_name, self.index = parts.name, index  # what telemetry labels a search with
+        self.locate = locate
+        """The searcher of the index a scope lives in (``memory.routing``); None: this one."""
 
     def _guard(self, what: str) -> AbstractContextManager[None]:
         return guard(what, f"backend {self.backend_name!r}")
 
     @telemetry.searching
     async def hits(
+        self,
+        scope: Scope,
+        query: str,
+        k: int,
+        *,
+        kind: SearchKind,
+        min_score: float | None,
+        rescoring: Rescoring,
+        context: int = 0,
+        now: datetime | float | str | None = None,
+    ) -> list[Hit]:
+        """``_hits`` on the index ``scope`` lives in, in one span."""
+        target = self if self.locate is None else await self.locate(scope)
+        return await target._hits(
+            scope, query, k, kind=kind, min_score=min_score, rescoring=rescoring, context=context, now=now
+        )
+
+    async def _hits(
         self,
         scope: Scope,
         query: str,

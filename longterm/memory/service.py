@@ -28,16 +28,12 @@ from ..core.backend import Backend
 from ..core.ledger import Ledger
 from ..entries import MemoryServiceBase, SearchMemoryResponse
 from ..errors import InvalidInputError
-from ..facts import FactLayer, SearchKind
+from ..facts import SearchKind
 from ..policies import MemoryAutoSavePolicy, resolve_policy
-from ..records import Hit, MemoryRecord, SaveResult, Scope, check_id
+from ..records import Hit, MemoryRecord, SaveResult, Scope, name_id
 from . import inputs
-from .erasing import Eraser
-from .fact_access import FactAccess
 from .lifecycle import Lifecycle
-from .reading import Reader
-from .saving import Saver
-from .searching import Searcher
+from .routing import Located, Route, Router
 from .settings import MemorySettings
 from .wiring import wire
 
@@ -45,35 +41,41 @@ from .wiring import wire
 class MemoryService(MemoryServiceBase, MemorySettings):
     """ADK's memory service over the store its settings name (see the module docstring)."""
 
-    _backend: Backend = PrivateAttr()
-    _ledger: Ledger = PrivateAttr()
-    _facts: FactLayer | None = PrivateAttr()
-    _saver: Saver = PrivateAttr()
-    _searcher: Searcher = PrivateAttr()
-    _reader: Reader = PrivateAttr()
-    _eraser: Eraser = PrivateAttr()
-    _fact_access: FactAccess = PrivateAttr()
+    _router: Router = PrivateAttr()
     _life: Lifecycle = PrivateAttr()
 
     @override
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
-        parts = wire(self)
-        self._backend, self._ledger, self._facts = parts.backend, parts.ledger, parts.facts
-        self._saver, self._searcher = Saver(parts, self.index), Searcher(parts, self.index)
-        self._reader, self._eraser, self._fact_access = Reader(parts), Eraser(parts, self.index), FactAccess(parts)
-        self._life = Lifecycle(parts)
+        self._router = Router(self, wire(self))
+        self._life = Lifecycle(self._router)
         self.seal()
+
+    @property
+    def _own(self) -> Route:
+        """This memory's own index: listings, and what a scope-less call reads."""
+        return self._router.primary
+
+    async def _route(self, scope: Scope) -> Route:
+        """The index ``scope`` lives in (``memory.routing.RULE``)."""
+        return await self._router.route(scope)
 
     # -- what satellites may use of a memory (longterm.ports.MemoryPort) --------------------
 
     @property
     def backend_instance(self) -> Backend:
-        return self._backend
+        """The engine of this memory's own index (``index``); ``located`` gives the one a user lives in."""
+        return self._own.backend
+
+    async def located(self, app_name: str, user_id: str) -> Located:
+        """Where (app, user) lives in the store: its index, that index's engine and ledger
+        (``memory.routing.RULE``; a user held nowhere yet: where their first save goes)."""
+        route = await self._route(inputs.scope(app_name, user_id))
+        return Located(index=route.index, backend=route.backend, ledger=route.ledger)
 
     @property
     def backend_name(self) -> str:
-        return self._saver.backend_name
+        return self._own.saver.backend_name
 
     @property
     def is_open(self) -> bool:
@@ -92,12 +94,13 @@ class MemoryService(MemoryServiceBase, MemorySettings):
     @property
     def facts_error(self) -> str | None:
         """The fact layer's last distillation error (None: none, or no fact layer)."""
-        return self._fact_access.last_error
+        return next((e for r in self._router.routes() if (e := r.facts.last_error) is not None), None)
 
     @property
     def event_ledger(self) -> Ledger:
-        """The ledger this memory uses: the store's own, or a side ledger beside it."""
-        return self._ledger
+        """The ledger of this memory's own index: the store's own, or a side ledger beside it
+        (``located`` gives the one of the index a user lives in)."""
+        return self._own.ledger
 
     # -- ADK BaseMemoryService ----------------------------------------------------------
 
@@ -115,7 +118,7 @@ class MemoryService(MemoryServiceBase, MemorySettings):
         policy), including ones erased before: writes overwrite by id, never duplicate.
         """
         policy = self._policy(auto_save_memory_policy)
-        return await self._saver.session(session, policy, reconsider=reconsider, lenient=lenient)
+        return await self._own.saver.session(session, policy, reconsider=reconsider, lenient=lenient)
 
     def _policy(self, policy: Any) -> MemoryAutoSavePolicy:
         return self.auto_save_memory_policy if policy is None else resolve_policy(policy)
@@ -130,7 +133,7 @@ class MemoryService(MemoryServiceBase, MemorySettings):
         its own all-or-nothing save; the first failure is raised after the others finish.
         """
         batch = inputs.items("sessions", sessions, "sessions (to save one, use add_session_to_memory)")
-        return await self._saver.sessions(batch, self._policy(auto_save_memory_policy), concurrency)
+        return await self._own.saver.sessions(batch, self._policy(auto_save_memory_policy), concurrency)
 
     @override
     async def add_events_to_memory(  # type: ignore[override]  # returns what it did; ADK's returns None
@@ -144,10 +147,10 @@ class MemoryService(MemoryServiceBase, MemorySettings):
     ) -> SaveResult:
         """Save a delta of events (ADK's API); the default policy and the ledger apply."""
         scope = inputs.scope(app_name, user_id)
-        sid = "_events" if session_id is None else check_id("session_id", session_id)
+        sid = "_events" if session_id is None else name_id("session_id", session_id)
         raw = inputs.items("events", events, "events (ADK Events, OpenAI or LangChain messages, dicts or strings)")
         meta = inputs.metadata(custom_metadata)
-        return await self._saver.events(scope, sid, raw, self.auto_save_memory_policy, meta)
+        return await self._own.saver.events(scope, sid, raw, self.auto_save_memory_policy, meta)
 
     @override
     async def add_memory(  # type: ignore[override]  # returns what it did; ADK's returns None
@@ -161,7 +164,7 @@ class MemoryService(MemoryServiceBase, MemorySettings):
         """Write explicit memories (``MemoryEntry``-like: content, author, timestamp, id) as they are."""
         scope = inputs.scope(app_name, user_id)
         items = inputs.items("memories", memories, "memories (MemoryEntry objects or dicts)")
-        return await self._saver.memories(scope, items, inputs.metadata(custom_metadata))
+        return await self._own.saver.memories(scope, items, inputs.metadata(custom_metadata))
 
     @override
     async def search_memory(
@@ -195,7 +198,7 @@ class MemoryService(MemoryServiceBase, MemorySettings):
         """
         scope = inputs.scope(app_name, user_id)
         hits = await self.search_hits(scope, query, top_k, kind=kind, min_score=min_score, context=context, now=now)
-        return self._searcher.response(hits)
+        return self._own.searcher.response(hits)
 
     @override
     async def delete_memory(  # type: ignore[override]  # returns how many went; ADK's returns None
@@ -214,8 +217,8 @@ class MemoryService(MemoryServiceBase, MemorySettings):
         if memory_id is not None:
             inputs.text_id("memory_id", memory_id)
         if session_id is not None:
-            check_id("session_id", session_id)
-        return await self._eraser.erase(scope, memory_id=memory_id, session_id=session_id)
+            session_id = name_id("session_id", session_id)
+        return await self._own.eraser.erase(scope, memory_id=memory_id, session_id=session_id)
 
     # -- scoped reads beyond ADK --------------------------------------------------------
 
@@ -234,7 +237,7 @@ class MemoryService(MemoryServiceBase, MemorySettings):
         [0, 1], ``retrieval.calibration``; the engine's own in ``extra["raw_score"]``), those
         under ``min_score`` left out; ``context`` and ``now`` as ``search_memory`` takes them."""
         k = self.top_k if top_k is None else top_k
-        return await self._searcher.hits(
+        return await self._own.searcher.hits(
             scope, query, k, kind=kind, min_score=min_score, rescoring=self.rescoring, context=context, now=now
         )
 
@@ -244,13 +247,17 @@ class MemoryService(MemoryServiceBase, MemorySettings):
         (the app is then this memory's ``app_name``, else its index)."""
         if user_id is None:
             raise InvalidInputError("get_user_profile needs a user_id.")
-        return await self._fact_access.profile(inputs.scope(app_name or self.app_name or self.index, user_id))
+        scope = inputs.scope(app_name or self.app_name or self.index, user_id)
+        return await (await self._route(scope)).facts.profile(scope)
 
     async def count(self, *, app_name: str, user_id: str) -> int:
-        return await self._reader.count(inputs.scope(app_name, user_id))
+        scope = inputs.scope(app_name, user_id)
+        return await (await self._route(scope)).reader.count(scope)
 
-    def iter_records(self, *, app_name: str, user_id: str) -> AsyncIterator[MemoryRecord]:
-        return self._reader.scan(inputs.scope(app_name, user_id))
+    async def iter_records(self, *, app_name: str, user_id: str) -> AsyncIterator[MemoryRecord]:
+        scope = inputs.scope(app_name, user_id)
+        async for rec in (await self._route(scope)).reader.scan(scope):
+            yield rec
 
     # -- automatic saving and closing ---------------------------------------------------------
 
@@ -275,7 +282,7 @@ class MemoryService(MemoryServiceBase, MemorySettings):
         failure = await self._life.flush_savers()
         if failure is not None:
             raise failure
-        await self._fact_access.flush()
+        await self._life.flush_facts()
 
     drain = flush
 

@@ -57,7 +57,9 @@ class MemorySettings(BaseModel):
     backend_config: dict[str, Any] = Field(default_factory=dict)
     top_k: int = Field(default=5)
     index: str = ""
-    """Namespace inside the engine; defaults to ``app_name``, then ``default_app``."""
+    """The store's index this memory is told to use for every app (``backend_config["index"]`` too);
+    not given, ``app_name`` then ``default_app`` name the memory's own, and each (app, user) is read
+    where it lives, a new one in the index named after its app (``memory.routing.RULE``)."""
     app_name: str = ""
     auto_save_memory_policy: MemoryAutoSavePolicy = Field(default_factory=MemoryAutoSavePolicy)
     """Policy used when a save names none: given as a preset name, a dict, a policy, or None (the default)."""
@@ -84,6 +86,12 @@ class MemorySettings(BaseModel):
     ``user_id``; every call's own ``user_id`` wins. See ``longterm.compat``."""
 
     _sealed: bool = PrivateAttr(default=False)
+    _told_index: bool = PrivateAttr(default=False)
+
+    @property
+    def told_index(self) -> bool:
+        """Whether ``index`` (or ``backend_config["index"]``) was given: then every app uses it."""
+        return self._told_index
 
     def __init__(self, **data: Any) -> None:
         try:
@@ -128,7 +136,9 @@ class MemorySettings(BaseModel):
 
     @override
     def model_post_init(self, context: Any, /) -> None:
-        self.index = self.index or self.app_name or "default_app"
+        configured = self.backend_config.get("index")
+        self._told_index = bool(self.index) or bool(configured)
+        self.index = self.index or (configured if isinstance(configured, str) else "") or self.app_name or "default_app"
 
     def seal(self) -> None:
         """Fix the fields that chose the store (``FIXED``) and refuse copies: both raise from now on."""

@@ -1,9 +1,10 @@
 """Building a memory's parts from its settings: the engine, the ledger, the fact layer.
 
-The seam: ``wire(settings) -> Wiring``: the backend (built by name through the registry, with
-the memory's ``index``, ``embedder`` and ``timeout`` where its config names none, or the
-instance given), the ledger (the one given, else the engine's own, else a side ledger in
-``LONGTERM_HOME`` keyed by the store's identity) and the fact layer (None when off).
+The seam: ``wire(settings, index=None) -> Wiring``: the backend (built by name through the
+registry, on ``index`` or else the memory's own, with the memory's ``embedder`` and ``timeout``
+where its config names none, or the instance given), the ledger (the one given, else the
+engine's own, else a side ledger in ``LONGTERM_HOME`` keyed by the store's identity) and the
+fact layer (None when off).
 
 Why apart from the facade: what a memory is made of is decided once, here, from settings
 alone; the facade and its collaborators are handed the parts and never choose them.
@@ -59,11 +60,14 @@ def bounded(cfg: dict[str, Any], backend: str, timeout: float) -> None:
         cfg["embedder"] = {"timeout": timeout, **embedder}
 
 
-def build_backend(settings: MemorySettings) -> Backend:
-    """The engine of ``settings``: the instance given, or the registered one built from ``backend_config``."""
+def build_backend(settings: MemorySettings, index: str | None = None) -> Backend:
+    """The engine of ``settings``: the instance given, or the registered one built from ``backend_config``
+    (on ``index``: another index of the same store, ``memory.routing``)."""
     if not isinstance(settings.backend, str):
         return settings.backend
     cfg = dict(settings.backend_config)
+    if index is not None:
+        cfg["index"] = index
     cfg.setdefault("index", settings.index)
     if settings.embedder is not None:
         cfg.setdefault("embedder", settings.embedder)
@@ -73,9 +77,9 @@ def build_backend(settings: MemorySettings) -> Backend:
     return backend
 
 
-def wire(settings: MemorySettings) -> Wiring:
-    """The parts of a memory with ``settings`` (see the module docstring)."""
-    backend = build_backend(settings)
+def wire(settings: MemorySettings, *, index: str | None = None) -> Wiring:
+    """The parts of a memory with ``settings`` on ``index`` (default: its own; module docstring)."""
+    backend = build_backend(settings, index)
     name = str(getattr(backend, "name", type(backend).__name__))
     ledger: Ledger
     if settings.ledger is not None:
@@ -84,7 +88,7 @@ def wire(settings: MemorySettings) -> Wiring:
         ledger = backend
     else:
         ledger = HomeLedger(
-            _config.home() / "ledger.db", getattr(backend, "store_id", None) or f"{name}:{settings.index}"
+            _config.home() / "ledger.db", getattr(backend, "store_id", None) or f"{name}:{index or settings.index}"
         )
     facts_config = FactsConfig.resolve(settings.facts)
     if facts_config is not None and settings.timeout is not None and "timeout" not in facts_config.model_fields_set:

@@ -39,6 +39,7 @@ from ..records import (
     MAX_ID_CHARS,
     bound_depth,
     check_id,
+    name_id,
     repair_tree,
     repair_unicode,
     tree_text,
@@ -309,7 +310,7 @@ def read_session(obj: Any, *, lenient: bool = False) -> SessionView:
             raise InvalidInputError(
                 f"session.{name} must be a non-empty string (got {value!r}); a session needs id, app_name and user_id."
             )
-        fields[name] = check_id(f"session.{name}", value)
+        fields[name] = name_id(f"session.{name}", value)  # NFC: one person, whatever form was typed
     raw_events = session_events(obj) or []
     if not isinstance(raw_events, (list, tuple)):
         raise InvalidInputError("session.events must be a list of events.")

@@ -76,9 +76,12 @@ def _iso_seconds(text: str) -> float | None:
 def parse_timestamp(value: object) -> float:
     """Seconds since the epoch (UTC) of an event's time; 0.0 when it has none.
 
-    Accepts seconds or milliseconds (numbers above 1e11) as numbers or strings, ``datetime``
-    and ``date`` objects (naive ones are UTC) and ISO 8601 strings (see ``_ISO_8601``), the
-    same forms on every Python. Eight digits are a basic-format date, not seconds in 1970.
+    Accepts seconds or milliseconds (numbers above 1e11) as numbers or strings, aware
+    ``datetime`` objects (a naive one is refused: Python reads it as local time, a store as
+    UTC, and guessing either would move the memory), ``date`` objects (midnight UTC) and ISO
+    8601 strings (see ``_ISO_8601``; one without an offset is UTC, as files and JSON write
+    them), the same forms on every Python. Eight digits are a basic-format date, not seconds
+    in 1970.
     """
     if value is None or value == "":
         return 0.0
@@ -92,8 +95,13 @@ def parse_timestamp(value: object) -> float:
         return _in_range(seconds, _shown(value))
     if isinstance(value, datetime):
         offset = value.utcoffset()
+        if offset is None:  # Python's own .timestamp() would read it as local time, we as UTC: neither guess
+            raise InvalidInputError(
+                f"the datetime {value.isoformat()} has no timezone; give an aware one "
+                "(datetime.now(timezone.utc), or .replace(tzinfo=...)) or seconds since the epoch."
+            )
         seconds = (value.replace(tzinfo=None) - datetime(1970, 1, 1)).total_seconds()
-        return _in_range(seconds - (offset.total_seconds() if offset else 0.0), value.isoformat())
+        return _in_range(seconds - offset.total_seconds(), value.isoformat())
     if isinstance(value, date):
         return _in_range((value - _EPOCH).days * 86400.0, value.isoformat())
     if isinstance(value, str):

@@ -396,7 +396,7 @@ def test_import_writes_where_the_api_reads_and_joins_a_user_where_they_are(tmp_p
 
     path = str(tmp_path / "m.db")
     config = json.dumps({"path": path})
-    earlier = LongTermMemory(backend_config={"path": path})  # no app_name: index default_app
+    earlier = LongTermMemory(backend_config={"path": path})  # no app_name: a new user goes to index "shop"
     earlier.add_session_to_memory_sync(make_session("s0", app="shop", user="carol", turns=[("user", "I buy tea")]))
     earlier.close_sync()
     transcript = tmp_path / "t.jsonl"
@@ -411,7 +411,7 @@ def test_import_writes_where_the_api_reads_and_joins_a_user_where_they_are(tmp_p
         (r["index"], r["app"], r["user"]): r["memories"]
         for r in json.loads(run("--config", config, "stats", "--json").output)
     }
-    assert listed == {("music", "music", "ana"): 1, ("default_app", "shop", "carol"): 2}
+    assert listed == {("music", "music", "ana"): 1, ("shop", "shop", "carol"): 2}
     assert "whichever index of the store holds them" in " ".join(run("--help").output.split())
 
 

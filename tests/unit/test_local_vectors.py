@@ -97,7 +97,7 @@ async def test_a_large_scope_answers_through_the_api_like_a_small_one(tmp_path: 
         await m.add_session_to_memory(make_session(user="me", turns=turns))
         await m.add_session_to_memory(make_session(user="other", turns=[("user", "other's tea and bread")]))
         res = await m.search_memory(app_name="app", user_id="me", query="tea with bread")
-        backend = m.backend_instance
+        backend = (await m.located("app", "me")).backend  # the index "app" lives in
         scoped = backend._vectors.matrix(backend.conn, backend._scope("app", "me"))
         assert scoped.quantized == (threshold == 1 and scan_engine == "simsimd")
         answers[threshold] = [(x.content.parts[0].text, round(x.custom_metadata["score"], 6)) for x in res.memories]

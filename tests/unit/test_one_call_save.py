@@ -31,8 +31,8 @@ def session(sid: str, n: int, start: int = 0) -> dict[str, Any]:
     }
 
 
-def counted(memory: LongTermMemory) -> list[str]:
-    runner = memory.backend_instance.runner
+async def counted(memory: LongTermMemory) -> list[str]:
+    runner = (await memory.located("app", "u")).backend.runner  # type: ignore[attr-defined]
     calls: list[str] = []
     real = runner.run
 
@@ -47,7 +47,7 @@ def counted(memory: LongTermMemory) -> list[str]:
 async def test_a_session_save_is_one_worker_call(tmp_path: Path) -> None:
     memory = LongTermMemory(backend="local", backend_config={"path": str(tmp_path / "m.db")})
     await memory.add_session_to_memory(session("s0", 3))  # opens the store and records the embedder
-    calls = counted(memory)
+    calls = await counted(memory)
     result = await memory.add_session_to_memory(session("s1", 5))
     assert (result.saved, calls) == (5, ["saving memories"])
     await memory.close()

@@ -1,7 +1,7 @@
 """The contract's context: a hit's session neighbours, read from the store as it is now.
 
 The seam: ``Context``, a mixin of test methods over ``Fixtures``' ``memory`` and
-``open_memory``. It asks the engine behind a memory (``backend_instance``) for the
+``open_memory``. It asks the engine behind a user's memories (``located``) for the
 ``neighbours`` of records the memory reads back (``iter_records``), as the facade's search
 does for its hits, and checks them by event id: session order (time, then the order saved,
 which these sessions give the same as their event ids), a session's edges, sessions of one
@@ -50,7 +50,7 @@ async def neighbours(
     memory: LongTermMemory, anchors: Sequence[MemoryRecord], before: int, after: int, *, user: str = "u1"
 ) -> Around:
     """The neighbours of ``anchors`` in (app, ``user``), from the engine behind ``memory``."""
-    engine = memory.backend_instance
+    engine = (await memory.located("app", user)).backend
     assert isinstance(engine, HasNeighbours), f"{type(engine).__name__} has no neighbours(scope, anchors, ...)"
     got = await engine.neighbours(memory.scope("app", user), anchors, before, after)
     assert len(got) == len(anchors)
@@ -154,7 +154,7 @@ class Context:
     async def test_a_search_and_its_lenders_neighbours_in_one_read_answer_as_two_reads(self, memory: LongTermMemory):
         # ``search_lending`` (optional; every ``Engine`` has it, the facade reads the two apart
         # without it): the hits ``search`` gives, and each picked hit's own neighbours, in order.
-        engine = memory.backend_instance
+        engine = (await memory.located("app", "u1")).backend
         one_read = getattr(engine, "search_lending", None)
         if one_read is None:
             pytest.skip(f"{type(engine).__name__} has no search_lending (optional)")

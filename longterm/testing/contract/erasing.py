@@ -1,7 +1,7 @@
 """The contract's erasing: one memory, one session, a whole user; what was erased stays erased.
 
 The seam: ``Erasing``, a mixin of test methods over ``Fixtures``' ``memory``. It replaces the
-ledger's ``saved`` through the memory's public ``event_ledger`` to play a save planned before
+ledger's ``saved`` through the memory's public ``located`` to play a save planned before
 an erase.
 """
 
@@ -97,7 +97,7 @@ class Erasing:
         async def read_before_the_erase(scope: Any, session_id: str) -> set[str]:
             return set()
 
-        monkeypatch.setattr(memory.event_ledger, "saved", read_before_the_erase)
+        monkeypatch.setattr((await memory.located("app", "u1")).ledger, "saved", read_before_the_erase)
         await memory.add_session_to_memory(s)
         assert await memory.count(app_name="app", user_id="u1") == 0
         assert await search_texts(memory, "app", "u1", "Lisbon") == []

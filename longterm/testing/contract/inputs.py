@@ -203,7 +203,7 @@ class Inputs:
         best = (await memory.search("when is my flight to Bangkok?", user_id="u"))[0]
         assert best.text == "My flight to Bangkok leaves on March 3rd"
         assert best.score is not None and 0.0 <= best.score <= 1.0 and best.raw_score is not None
-        if getattr(memory.backend_instance, "text_arm", "fulltext") != "fulltext":
+        if getattr((await memory.located(memory.default_app, "u")).backend, "text_arm", "fulltext") != "fulltext":
             return  # vectors only (mem0): the score is the engine's similarity, in [0, 1]
         assert best.score == 1.0  # every content word of the question
         for h in await memory.search("what is the capital of Mongolia?", user_id="u"):
@@ -223,7 +223,7 @@ class Inputs:
         for e in session["events"][-3:]:  # three at the same time: the cursor still moves past each once
             e["timestamp"] = 1_700_000_100.0
         await memory.add_session_to_memory(session)
-        engine = memory.backend_instance
+        engine = (await memory.located("app", "u1")).backend
         scope = Scope(app_name="app", user_id="u1")
         for newest_first in (True, False):
             seen: list[tuple[float, str]] = []

@@ -49,7 +49,7 @@ class Saving:
         scope = Scope(app_name="app", user_id="u1")
         text = "the quick brown fox"
         rec = make_record(text, author="user", role="user", timestamp=1.0)
-        backend = memory.backend_instance
+        backend = (await memory.located("app", "u1")).backend
         await backend.upsert([rec])
         await backend.upsert([rec])
         await backend.upsert([rec, rec])
