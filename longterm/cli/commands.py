@@ -25,7 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..entries import entry_text
-from ..errors import BackendError
+from ..errors import BackendError, LongTermMemoryError
 from ..locate import locate_index
 from .opening import (
     JSONObject,
@@ -34,7 +34,9 @@ from .opening import (
     listed_indices,
     name_or_json,
     open_memory,
+    require_store,
     root_options,
+    store_where,
     with_memory,
 )
 from .output import console, fail, safe
@@ -94,7 +96,7 @@ def search(ctx: click.Context, query: str, app_name: str, user_id: str, top_k: i
     """Search one user's memories (in the index holding them, unless --index)."""
 
     async def go() -> None:
-        async with with_memory(ctx, app_name, user_id) as memory:
+        async with with_memory(ctx, app_name, user_id, read_only=True) as memory:
             res = await memory.search_memory(app_name=app_name, user_id=user_id, query=query, top_k=top_k)
         if as_json:
             dumped = [m.model_dump(mode="json", exclude_none=True) for m in res.memories]
@@ -123,6 +125,8 @@ def stats(ctx: click.Context, app_name: str | None, user_id: str | None, as_json
 
     async def go() -> None:
         backend_name, indices = await listed_indices(ctx)
+        if not as_json:
+            click.echo(safe(f"store: {store_where(ctx)}"))  # one line, never wrapped: a path to copy
         rows: list[tuple[str, str, str, int]] = []
         for index in indices:
             async with with_memory(ctx, index=index) as memory:
@@ -238,6 +242,14 @@ def doctor(ctx: click.Context, embedder: str | None, as_json: bool) -> None:
     from .. import doctor as doctor_mod
 
     overrides: JSONObject = {"embedder": name_or_json("--embedder", embedder)} if embedder else {}
+    try:  # a configuration that does not parse is doctor's first finding, store or no store
+        open_memory(ctx, **overrides).close_sync(flush=False)
+    except LongTermMemoryError:
+        pass
+    else:
+        require_store(ctx)
+    if not as_json:
+        click.echo(safe(f"store: {store_where(ctx)}"))
     rows = asyncio.run(doctor_mod.diagnose(lambda: open_memory(ctx, **overrides)))
     if as_json:
         keys = ("check", "status", "found", "fix")

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import click
 
+from ..config import embedded_store
 from ..errors import ConfigurationError, LongTermMemoryError
 from ..locate import MemoryFactory, locate_index
 from .output import fail
@@ -83,6 +84,23 @@ def root_options(ctx: click.Context) -> RootOptions:
     return {"backend": None, "config": {}, "index": None}
 
 
+def with_uri(ctx: click.Context, uri: str | None, options: RootOptions) -> RootOptions:
+    """The root ``options`` over the store ``--uri`` (or ``LONGTERM_URI``) names (``longterm.uri``):
+    ``--config``'s keys and ``--index`` win over the URI's; a ``--backend`` typed on the command line
+    wins over a URI from the environment and is refused beside a typed ``--uri``."""
+    source = click.core.ParameterSource
+    typed_backend = ctx.get_parameter_source("backend") == source.COMMANDLINE
+    if uri is None or (typed_backend and ctx.get_parameter_source("uri") != source.COMMANDLINE):
+        return options
+    if typed_backend:
+        raise click.UsageError("pass --uri or --backend, not both: the URI names the backend.")
+    from ..uri import parse_uri
+
+    args = parse_uri(uri)
+    config = {**args["backend_config"], **options["config"]}
+    return {"backend": args["backend"], "config": config, "index": options["index"] or args.get("index")}
+
+
 def given_index(ctx: click.Context) -> str | None:
     """The index the user named: ``--index``, else ``index`` in ``--config``; None when neither."""
     opts = root_options(ctx)
@@ -115,6 +133,50 @@ def factory(ctx: click.Context, **overrides: Any) -> MemoryFactory:
     return lambda index: open_memory(ctx, index, **overrides)
 
 
+def store_path(ctx: click.Context) -> Path | None:
+    """The file or directory of the embedded store the options name (None: a server)."""
+    opts = root_options(ctx)
+    from ..memory.settings import default_backend
+
+    return embedded_store((opts["backend"] or default_backend()).strip().lower(), opts["config"])
+
+
+def store_where(ctx: click.Context) -> str:
+    """The store the options name, as ``stats`` and ``doctor`` print it first: its backend and
+    location (a file or directory, or a server's address with no secret)."""
+    from ..memory.settings import default_backend
+
+    path = store_path(ctx)
+    if path is not None:
+        return f"{root_options(ctx)['backend'] or default_backend()} at {path}"
+    memory = open_memory(ctx)  # built, not opened: only its address is read
+    where = str(getattr(memory.backend_instance, "where", "") or "?")
+    memory.close_sync(flush=False)
+    return f"{memory.backend_name} at {where}"
+
+
+def require_store(ctx: click.Context) -> None:
+    """A read-only command's first step: "no store at PATH" (exit 1) where the embedded store the
+    options name does not exist, instead of creating an empty one to find nothing in it."""
+    path = store_path(ctx)
+    if path is not None and not path.exists():
+        fail(
+            f"no store at {path}: nothing was saved there yet. Run where the store is, or name it "
+            """(--config '{"path": "..."}', LONGTERM_HOME)."""
+        )
+
+
+async def known_index(ctx: click.Context, memory: LongTermMemory) -> None:
+    """An ``--index`` the store does not hold is an error naming the indices it holds."""
+    given = given_index(ctx)
+    if given is None:
+        return
+    held = await memory.indices()
+    if given not in held:
+        listed = ", ".join(repr(i) for i in held) or "none: it holds no memories yet"
+        fail(f"index {given!r} is not in this store; its indices: {listed}.")
+
+
 @asynccontextmanager
 async def with_memory(
     ctx: click.Context,
@@ -123,14 +185,20 @@ async def with_memory(
     *,
     index: str | None = None,
     facts: Mapping[str, object] | None = None,
+    read_only: bool = False,
     **overrides: Any,
 ) -> AsyncIterator[LongTermMemory]:
     """The memory a command works on (module docstring), closed when the block ends; the
-    probes that find (app, user) are opened without ``facts``, so finding distils nothing."""
+    probes that find (app, user) are opened without ``facts``, so finding distils nothing.
+    ``read_only``: a missing embedded store or an unknown ``--index`` is an error, not created."""
+    if read_only:
+        require_store(ctx)
     try:
         if index is None and app_name is not None and user_id is not None:
             index = await locate_index(factory(ctx, **overrides), app_name, user_id, index=given_index(ctx))
         async with open_memory(ctx, index, facts=facts, **overrides) as memory:
+            if read_only:
+                await known_index(ctx, memory)
             yield memory
     except LongTermMemoryError as exc:
         fail(str(exc))
@@ -140,5 +208,5 @@ async def listed_indices(ctx: click.Context) -> tuple[str, list[str]]:
     """The backend's name and the indices a whole-store command covers: the one given, else
     every index of the store holding memories (``LongTermMemory.indices``)."""
     given = given_index(ctx)
-    async with with_memory(ctx) as probe:
+    async with with_memory(ctx, read_only=True) as probe:
         return probe.backend_name, [given] if given else await probe.indices()

@@ -37,7 +37,9 @@ from .opening import JSONObject, factory, given_index, name_or_json
     help="Over HTTP: JSON file mapping bearer tokens to users (see docs/mcp.md).",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Over HTTP: address to bind.")
-@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Over HTTP: port.")
+@click.option(
+    "--port", default=8766, show_default=True, type=click.IntRange(0, 65535), help="Over HTTP: port (ui's is 8765)."
+)
 @click.option("--embedder", default=None, help="Embedder for hybrid search: a name, or JSON inline or as @file.json.")
 @click.pass_context
 def mcp(

@@ -128,7 +128,7 @@ def export(ctx: click.Context, app_name: str, user_id: str, output: str | None) 
 
     async def go() -> None:
         n = 0
-        async with with_memory(ctx, app_name, user_id) as memory:
+        async with with_memory(ctx, app_name, user_id, read_only=True) as memory:
             with _private_file(output) if output else contextlib.nullcontext(sys.stdout) as out:
                 async for rec in memory.iter_records(app_name=app_name, user_id=user_id):
                     out.write(rec.model_dump_json(exclude_none=True) + "\n")

@@ -79,3 +79,15 @@ def redact_url(url: str) -> str:
         netloc = f"{p.username or ''}:***@{p.hostname}" + (f":{p.port}" if p.port else "")
         return urlunsplit(p._replace(netloc=netloc))
     return url
+
+
+def embedded_store(backend: str, config: dict[str, Any]) -> Path | None:
+    """Where an embedded engine keeps the store ``backend_config`` names (the engines' own
+    defaults: local ``<LONGTERM_HOME>/memory.db``, embedded Qdrant ``<LONGTERM_HOME>/qdrant``),
+    or None for a server; read-only commands look here before opening, so they create nothing."""
+    if backend == "local":
+        return Path(config.get("path") or env("LONGTERM_LOCAL_PATH") or home() / "memory.db").expanduser().absolute()
+    server = config.get("url") or config.get("host") or (not config.get("path") and env("LONGTERM_QDRANT_URL"))
+    if backend == "qdrant" and not server:
+        return Path(config.get("path") or home() / "qdrant").expanduser().absolute()
+    return None

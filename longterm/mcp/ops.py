@@ -133,6 +133,9 @@ def _healthz(per_user: Mapping[str, MemoryPort], app_name: str) -> Endpoint:
 def routes(per_user: Mapping[str, MemoryPort], *, app_name: str, tokens: Tokens, host: str) -> Sequence[Route]:
     """``/metrics`` and ``/healthz`` for ``http_app`` (see the module docstring)."""
     registry = prometheus_registry()
+    if registry is not None:  # every series at zero before the first save or search
+        for backend in sorted({m.backend_name for m in per_user.values()}):
+            telemetry.prime(backend)
     return [
         Route("/metrics", endpoint=_guarded(_metrics(registry), tokens, host), methods=["GET"]),
         Route("/healthz", endpoint=_guarded(_healthz(per_user, app_name), tokens, host), methods=["GET"]),

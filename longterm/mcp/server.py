@@ -171,7 +171,7 @@ async def serve_http(
     app_name: str,
     tokens: Tokens,
     host: str = "127.0.0.1",
-    port: int = 8765,
+    port: int = 8766,
 ) -> None:
     """Serve the memory tools on ``http://host:port/mcp`` until interrupted."""
     import uvicorn

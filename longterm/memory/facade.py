@@ -31,6 +31,7 @@ from ..policies import resolve_policy
 from ..records import Memory, MemoryPage, MemoryRecord, SaveResult, name_id
 from ..shapes import as_messages
 from ..tools import MemoryTool
+from ..uri import parse_uri
 from . import inputs
 from .reading import as_memory
 from .service import MemoryService
@@ -70,7 +71,8 @@ class LongTermMemory(MemoryService):
         scope = inputs.scope(self.default_app, user_id)
         sid = f"add-{uuid.uuid4().hex}" if session_id is None else name_id("session_id", session_id)
         raw = as_messages(messages)
-        return await self._own.saver.events(scope, sid, raw, resolve_policy(policy), inputs.metadata(metadata))
+        meta = inputs.metadata(metadata, "metadata")
+        return await self._own.saver.events(scope, sid, raw, resolve_policy(policy), meta)
 
     async def search(
         self,
@@ -132,7 +134,7 @@ class LongTermMemory(MemoryService):
         Each record's id must be the one its app, user, session and event derive (``record_id``;
         records read from any store have it): an id of another user's memory is refused, never
         written over theirs."""
-        await self._own.saver.records(inputs.items("records", records, "MemoryRecords"))
+        await self._own.saver.records(inputs.records_metadata(inputs.items("records", records, "MemoryRecords")))
 
     async def recover_sessions(
         self, session_service: Any, *, app_name: str, user_id: str | None = None
@@ -195,6 +197,15 @@ class LongTermMemory(MemoryService):
     def as_tool(self, *, app_name: str, user_id: str | None = None, top_k: int | None = None) -> MemoryTool:
         """A ``load_memory`` function with a JSON schema, bound to (app, user); user defaults to ``self.user_id``."""
         return MemoryTool(self, app_name=app_name, user_id=user_id, top_k=top_k)
+
+    @classmethod
+    def from_uri(cls, uri: str, **kwargs: Any) -> LongTermMemory:
+        """A memory on the store ``uri`` names (``longterm.uri``: ``longterm:///path/to/memory.db``,
+        ``longterm+redis://host:port/0?prefix=...``, ...); ``kwargs`` are further arguments, and
+        win over the URI's (``backend_config`` key by key). A malformed URI is a ``ConfigurationError``."""
+        args = parse_uri(uri)
+        config = {**args.pop("backend_config"), **(kwargs.pop("backend_config", None) or {})}
+        return cls(**{**args, **kwargs, "backend_config": config})
 
     # -- blocking twins for scripts (``longterm._sync.sync_twin``) --------------------------------
 

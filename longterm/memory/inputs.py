@@ -1,6 +1,7 @@
 """The facade's argument checks: each wrong argument an ``InvalidInputError`` that names it.
 
-The seam: ``scope(app_name, user_id)``, ``items(name, value, what)``, ``metadata(value)``,
+The seam: ``scope(app_name, user_id)``, ``items(name, value, what)``, ``metadata(value)`` (and
+``records_metadata(records)``, the same rule for ``upsert_records``),
 ``top_k(value)``, ``min_score(value)``, ``kind(value)``, ``text_id(name, value)``,
 ``as_of(value)``, ``context(value)`` and ``now(value)``, called first by every facade method,
 before anything reaches an engine.
@@ -20,8 +21,9 @@ from pydantic import BaseModel, ValidationError
 from ..errors import InvalidInputError, first_problem
 from ..facts import KINDS, SearchKind
 from ..facts.model import META as FACT_META
-from ..records import Scope, check_id
+from ..records import MemoryRecord, Scope, check_id
 from ..sessions import parse_timestamp
+from ..sessions.metadata import metadata_problem
 
 #: ``top_k`` (and ``limit``) accepted by search and listing (a guard against accidental full scans).
 MAX_TOP_K = 1000
@@ -46,22 +48,34 @@ def items(name: str, value: Any, what: str) -> list[Any]:
     return list(value)
 
 
-def metadata(value: Any) -> Mapping[str, object] | None:
-    """``custom_metadata`` checked: None or a mapping with string keys (it is stored as JSON)."""
+def metadata(value: Any, name: str = "custom_metadata") -> Mapping[str, object] | None:
+    """``custom_metadata`` (``name``) checked: None, or a mapping that JSON keeps as given, for it
+    is stored as JSON on every engine (``sessions.metadata``: string keys at every depth,
+    no NaN or infinity, integers within ±(2**53 - 1)); what JSON cannot keep is refused, naming
+    where it is, never changed on some engines and not on others."""
     if value is None:
         return None
     if not isinstance(value, Mapping):
-        raise InvalidInputError(
-            f"custom_metadata must be a dict with string keys (or None), got {type(value).__name__}."
-        )
-    for key in value:
-        if not isinstance(key, str):
-            raise InvalidInputError(f"custom_metadata keys must be strings, got {key!r}.")
+        raise InvalidInputError(f"{name} must be a dict with string keys (or None), got {type(value).__name__}.")
+    if problem := metadata_problem(value, name):
+        raise InvalidInputError(problem)
     if FACT_META in value:  # a memory would pass for a fact (and a malformed one broke every search)
         raise InvalidInputError(
             f"custom_metadata key {FACT_META!r} is reserved: it marks the library's fact records; use another name."
         )
     return value
+
+
+def records_metadata(records: list[Any]) -> list[Any]:
+    """``records`` (``upsert_records``: a migration, an import of an export) with each record's
+    metadata held to the rule a save's is (``metadata``), naming the record: a record written as
+    it is must read back as it is on the engine it goes to. Records read from a store pass (their
+    metadata was JSON there) but for one a local store kept with NaN before the rule: refused, not
+    turned into None on the way (the local store still reads it as it is)."""
+    for i, rec in enumerate(records):
+        if isinstance(rec, MemoryRecord) and (problem := metadata_problem(rec.metadata, f"records[{i}].metadata")):
+            raise InvalidInputError(f"{problem} (record {rec.id!r})")
+    return records
 
 
 def bounded_int(name: str, value: Any) -> int:

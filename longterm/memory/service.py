@@ -238,7 +238,16 @@ class MemoryService(MemoryServiceBase, MemorySettings):
         under ``min_score`` left out; ``context`` and ``now`` as ``search_memory`` takes them."""
         k = self.top_k if top_k is None else top_k
         return await self._own.searcher.hits(
-            scope, query, k, kind=kind, min_score=min_score, rescoring=self.rescoring, context=context, now=now
+            scope,
+            query,
+            k,
+            kind=kind,
+            min_score=min_score,
+            rescoring=self.rescoring,
+            context=context,
+            now=now,
+            reranker=self.reranker,
+            rerank_top_n=self.rerank_top_n,
         )
 
     async def get_user_profile(self, user_id: str | None = None, *, app_name: str | None = None) -> str:
@@ -319,5 +328,6 @@ class MemoryService(MemoryServiceBase, MemorySettings):
     search_memory_sync = sync_twin(search_memory)
     delete_memory_sync = sync_twin(delete_memory)
     get_user_profile_sync = sync_twin(get_user_profile)
+    located_sync = sync_twin(located)
     count_sync = sync_twin(count)
     flush_sync = sync_twin(flush)

@@ -18,8 +18,9 @@ one record, so no event silently overwrites another.
 
 This is the one input gate: session and event ids are checked (``check_id``), text is
 repaired (``repair_unicode``), tool calls and responses are bounded in depth (``bound_depth``,
-so every engine can read the record back), and times are read by ``parse_timestamp``
-(``timestamps``: one ISO 8601 reader, the same on every Python).
+so every engine can read the record back), an event's metadata is JSON every engine keeps as
+given (``metadata``), and times are read by ``parse_timestamp`` (``timestamps``: one ISO 8601
+reader, the same on every Python).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from ..records import (
     tree_text,
 )
 from ..shapes import as_event, plain, session_events
+from .metadata import metadata_problem
 from .timestamps import parse_timestamp
 
 
@@ -285,15 +287,22 @@ def read_events(
 
 
 def _readable(raw: Any, i: int, where: str) -> Any:
-    """``shapes.as_event`` of the ``i``-th event; anything else it raises is our error, naming it."""
+    """``shapes.as_event`` of the ``i``-th event; anything else it raises is our error, naming it.
+    Its metadata must be JSON every engine keeps as given (``metadata.metadata_problem``)."""
     try:
-        return as_event(raw, f"{where}[{i}]")
+        event = as_event(raw, f"{where}[{i}]")
     except LongTermMemoryError:
         raise
     except Exception as exc:  # an object whose dump fails, say: name the event, not the library
-        eid = _get(raw, "id")
-        which = f"event {str(eid)!r}" if eid else f"event #{i} of the session"
-        raise InvalidInputError(f"{which} cannot be read ({type(exc).__name__}: {exc}).") from exc
+        raise InvalidInputError(f"{_which(raw, i)} cannot be read ({type(exc).__name__}: {exc}).") from exc
+    if problem := metadata_problem(_get(event, "custom_metadata")):
+        raise InvalidInputError(f"{_which(raw, i)}: {problem}")
+    return event
+
+
+def _which(raw: Any, i: int) -> str:
+    eid = _get(raw, "id")
+    return f"event {str(eid)!r}" if eid else f"event #{i} of the session"
 
 
 def read_session(obj: Any, *, lenient: bool = False) -> SessionView:

@@ -173,6 +173,20 @@ def meters(*, always: bool = False) -> Instruments | None:
     return made
 
 
+def prime(backend: str) -> None:
+    """Every counter's series for ``backend`` at zero, so a scraper sees them before any traffic
+    (a counter is otherwise first exported at its first add); the latency histogram comes with
+    the first search."""
+    made = meters(always=True)
+    if made is None:
+        return
+    for outcome in ("ok", "error"):
+        made.saves.add(0, {"backend": backend, "outcome": outcome})
+    for outcome in ("kept", "dropped", "refused"):
+        made.events.add(0, {"backend": backend, "outcome": outcome})
+    made.erased.add(0, {"backend": backend})
+
+
 # -- backlogs -------------------------------------------------------------------------------
 
 _backlogs: dict[str, list[tuple[weakref.ref[Any], Callable[[Any], int | None], dict[str, str]]]] = {

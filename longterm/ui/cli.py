@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .._net import bind
-from ..errors import require
+from ..config import embedded_store
+from ..errors import ConfigurationError, require
 
 if TYPE_CHECKING:
     from ..memory import LongTermMemory
@@ -90,6 +91,11 @@ def ui(ctx: click.Context, host: str, port: int, allow_erase: bool, tokens_file:
     from .security import Access
 
     opts = _options(ctx)
+    from ..memory.settings import default_backend
+
+    store = embedded_store((opts["backend"] or default_backend()).strip().lower(), opts["config"])
+    if store is not None and not store.exists():  # a read-only look creates nothing
+        raise ConfigurationError(f"no store at {store}: nothing was saved there yet; run where the store is.")
     access = Access.load(tokens_file) if tokens_file else Access.open_local()
     inspector = Inspector(_factory(opts), index=opts["index"] or opts["config"].get("index") or None)
     app = ui_app(inspector, access, host=host, allow_erase=allow_erase)

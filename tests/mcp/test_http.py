@@ -188,13 +188,14 @@ def test_a_token_no_http_header_can_carry_is_refused_when_the_file_loads(tmp_pat
 
 async def test_each_token_reaches_its_user_in_the_index_that_holds_them(tmp_path) -> None:
     """alice was saved by ``LongTermMemory(app_name="app")`` (index ``app``), bob by
-    ``LongTermMemory()`` (index ``default_app``): one server finds both, each in their own index,
-    as ``longterm search`` does, and what bob saves lands beside his memories."""
+    ``LongTermMemory(index="default_app")`` (an index named on purpose): one server finds both,
+    each in their own index, as ``longterm search`` does, and what bob saves lands beside his memories."""
     from longterm import LongTermMemory
     from tests.conftest import make_session
 
     store = tmp_path / "memory.db"
-    for where, user, text in (({"app_name": "app"}, "alice", "Alice's cat is called Miso"), ({}, "bob", "Bob rows")):
+    bob = ({"index": "default_app"}, "bob", "Bob rows")
+    for where, user, text in (({"app_name": "app"}, "alice", "Alice's cat is called Miso"), bob):
         memory = LongTermMemory(backend="local", backend_config={"path": str(store)}, **where)
         await memory.add_session_to_memory(make_session("s1", app="app", user=user, turns=[("user", text)]))
         await memory.close()

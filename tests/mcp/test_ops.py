@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 from longterm import LongTermMemory
 from longterm.mcp.auth import Tokens, digest
 from longterm.mcp.server import http_app
-from tests.mcp.conftest import TOKEN_A, HttpServer, http, ok
+from tests.mcp.conftest import TOKEN_A, HttpServer, http, local, ok
 from tests.services.redis_server import RedisServer
 
 
@@ -80,3 +80,18 @@ def test_a_token_is_needed_off_loopback_only(tmp_path: Path, path: str) -> None:
             assert wrong.status_code == (401 if needs_token else 200)
             good = client.get(path, headers={"Authorization": f"Bearer {TOKEN_A}"})
             assert good.status_code == 200
+
+
+def test_metrics_hold_every_counter_at_zero_before_any_traffic(tmp_path: Path) -> None:
+    """A scraper sees the series from the server's start (it saw an empty body until the first
+    save or search, so no rate and no alert could be written on them)."""
+    server = HttpServer(tmp_path, backend_args=local(tmp_path / "memory.db"))
+    try:
+        text = httpx.get(f"{base(server)}/metrics", timeout=10).text
+    finally:
+        server.stop()
+    for outcome in ("ok", "error"):
+        assert re.search(rf'^longterm_saves_total\{{[^}}]*outcome="{outcome}"[^}}]*\}} 0\.0$', text, re.M), text
+    for outcome in ("kept", "dropped", "refused"):
+        assert re.search(rf'^longterm_events_total\{{[^}}]*outcome="{outcome}"[^}}]*\}} 0\.0$', text, re.M), text
+    assert re.search(r'^longterm_erased_total\{[^}]*backend="local"[^}]*\} 0\.0$', text, re.M), text

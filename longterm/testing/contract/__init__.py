@@ -47,18 +47,19 @@ from .erasing import Erasing
 from .fixtures import HANG_LIMIT, Fixtures, hit_parts, in_threads, memories, search_texts
 from .inputs import SHAPES, Inputs
 from .isolation import HOSTILE_IDS, HOSTILE_QUERIES, Isolation
+from .metadata import MetadataValues
 from .saving import Saving
 from .search_context import SearchContext
 from .text import Text
 
 
 class ContractSuite(
-    Concurrency, SearchContext, Context, Text, Durability, Erasing, Isolation, Saving, Inputs, Fixtures
+    Concurrency, SearchContext, Context, Text, Durability, Erasing, Isolation, Saving, MetadataValues, Inputs, Fixtures
 ):
     """The contract: subclass it and provide ``backend_name`` and ``backend_config`` (module docstring).
 
     pytest runs the tests of a class's bases from the last base to the first: listed so, they
-    run inputs first, then saving, isolation, erasing, durability, text, context and concurrency."""
+    run inputs first, then metadata, saving, isolation, erasing, durability, text, context and concurrency."""
 
 
 __all__ = [
@@ -76,6 +77,7 @@ __all__ = [
     "Fixtures",
     "Inputs",
     "Isolation",
+    "MetadataValues",
     "Saving",
     "Text",
     "hit_parts",
