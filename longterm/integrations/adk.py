@@ -9,7 +9,8 @@ see ``longterm.autosave``); ``close()`` flushes and releases that saver. ``Runne
 is ADK's runner with ``agent.long_term_memory`` as its memory service unless one is passed;
 ``close()`` flushes every unsaved tail first. VeADK's runner names work too: ``user_id=``,
 ``await runner.run(messages=..., session_id=...)``, ``runner.long_term_memory`` and
-``save_session_to_long_term_memory(...)``.
+``save_session_to_long_term_memory(...)``. ``LongTermMemoryService`` and ``register()`` give
+ADK's own CLI the store a ``longterm://`` URI names (``adk web --memory_service_uri URI``).
 
 Why callbacks: the before-agent callback runs once per turn before the model or any tool
 can search memory, so the user's other sessions are saved first (bounded by
@@ -48,6 +49,7 @@ from google.genai import types  # noqa: E402
 from ..autosave import AutoSaver  # noqa: E402
 from ..memory import LongTermMemory, SaveResult, unsaved_error  # noqa: E402
 from ..tools import answered, unavailable  # noqa: E402
+from ..uri import SCHEMES, parse_uri  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -291,6 +293,35 @@ class Runner(_AdkRunner):
             raise unsaved_error(unsaved, failure, released) from failure
 
 
+class LongTermMemoryService(LongTermMemory):
+    """The memory ADK's CLI builds from ``--memory_service_uri`` (a ``longterm.uri`` URI).
+
+    ``adk web`` / ``adk api_server`` build a custom scheme's service as ``Class(uri=..., **kwargs)``
+    (a ``services.yaml`` entry, or the factories ``register()`` adds); ADK's own keyword arguments
+    (``agents_dir``, ...) say nothing about the store, so they are left out. It is a
+    ``LongTermMemory`` (an ADK ``BaseMemoryService``) on the store the URI names.
+    """
+
+    def __init__(self, uri: str = "longterm://", **adk_options: Any) -> None:
+        if adk_options:
+            log.debug("LongTermMemoryService ignores ADK's options %s", sorted(adk_options))
+        super().__init__(**parse_uri(uri))
+
+
+def register(registry: Any = None) -> None:
+    """Register every ``longterm`` URI scheme (``longterm.uri.SCHEMES``) with ADK's service registry
+    (default: the CLI's), for a ``services.py`` beside the agents: then ``adk web --memory_service_uri
+    longterm:///path/to/memory.db`` serves the agents with that store as their memory."""
+    from google.adk.cli.service_registry import get_service_registry
+
+    def factory(uri: str, **adk_options: Any) -> LongTermMemoryService:
+        return LongTermMemoryService(uri, **adk_options)
+
+    target = registry if registry is not None else get_service_registry()
+    for scheme in SCHEMES:
+        target.register_memory_service(scheme, factory)
+
+
 def _walk(agent: object) -> Iterator[object]:
     if agent is None:
         return
@@ -299,4 +330,4 @@ def _walk(agent: object) -> Iterator[object]:
         yield from _walk(sub)
 
 
-__all__ = ["Agent", "LoadMemory", "PreloadMemory", "Runner"]
+__all__ = ["Agent", "LoadMemory", "LongTermMemoryService", "PreloadMemory", "Runner", "register"]

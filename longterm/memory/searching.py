@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from .. import telemetry
@@ -31,8 +32,9 @@ from ..facts import SearchKind, is_fact, split_hits
 from ..records import Hit, MemoryRecord, Scope
 from ..retrieval import context as neighbourhood
 from ..retrieval.calibration import calibrate
+from ..retrieval.rerank import DEFAULT_TOP_N, Reranker, head_size, reranked
 from ..retrieval.rescoring import Rescoring
-from ..retrieval.when import window
+from ..retrieval.when import TimeWindow, window
 from . import inputs
 from .wiring import Wiring
 
@@ -60,6 +62,10 @@ def _lenders(hits: list[Hit]) -> list[MemoryRecord]:
 def _no_lenders(hits: list[Hit]) -> list[MemoryRecord]:
     """A search of facts alone: no hit lends (facts have no session neighbours)."""
     return []
+
+
+def _picker(kind: SearchKind) -> Callable[[list[Hit]], list[MemoryRecord]]:
+    return _no_lenders if kind == "facts" else _lenders
 
 
 def _ids(records: Iterable[MemoryRecord]) -> list[str]:
@@ -101,6 +107,38 @@ def fetch_size(k: int, rescoring: Rescoring, facts_on: bool) -> int:
     if facts_on:  # room for both kinds (and superseded facts, dropped)
         fetch = min(inputs.MAX_TOP_K, fetch * FACT_OVERFETCH)
     return fetch
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One search's question and what it asked for (``Searcher.hits``' arguments)."""
+
+    query: str
+    k: int
+    kind: SearchKind
+    min_score: float | None
+    rescoring: Rescoring
+    context: int
+    reranker: Reranker | None
+    rerank_top_n: int
+
+
+def checked(ask: Ask) -> Ask:
+    """``ask`` with its arguments checked (``memory.inputs``) and its query cut (``query_prefix``)."""
+    if not isinstance(ask.query, str):
+        raise InvalidInputError(f"query must be a string, got {type(ask.query).__name__}.")
+    inputs.bounded_int("top_k", ask.k)
+    inputs.kind(ask.kind)
+    inputs.min_score(ask.min_score)
+    return replace(ask, query=query_prefix(ask.query), context=inputs.context(ask.context))
+
+
+def kept(hits: list[Hit], ask: Ask) -> list[Hit]:
+    """Re-scored (recency, importance: ``Rescoring``), split by kind, those under ``min_score`` left out."""
+    hits = split_hits(ask.rescoring.rescore(hits), ask.kind)
+    if ask.min_score is not None:
+        hits = [h for h in hits if h.score >= ask.min_score]
+    return hits
 
 
 def entry(hit: Hit, backend: str) -> MemoryEntry:
@@ -167,64 +205,70 @@ class Searcher:
         rescoring: Rescoring,
         context: int = 0,
         now: datetime | float | str | None = None,
+        reranker: Reranker | None = None,
+        rerank_top_n: int = DEFAULT_TOP_N,
     ) -> list[Hit]:
         """``_hits`` on the index ``scope`` lives in, in one span."""
         target = self if self.locate is None else await self.locate(scope)
-        return await target._hits(
-            scope, query, k, kind=kind, min_score=min_score, rescoring=rescoring, context=context, now=now
-        )
+        ask = Ask(query, k, kind, min_score, rescoring, context, reranker, rerank_top_n)
+        return await target._hits(scope, ask, now)
 
-    async def _hits(
-        self,
-        scope: Scope,
-        query: str,
-        k: int,
-        *,
-        kind: SearchKind,
-        min_score: float | None,
-        rescoring: Rescoring,
-        context: int = 0,
-        now: datetime | float | str | None = None,
-    ) -> list[Hit]:
-        """The scope's best ``k`` hits for ``query`` of ``kind``, those under ``min_score`` left out;
-        a hit's session neighbours lend it score (``retrieval.context``), hits inside a time the
-        question names (relative to ``now``) gain; with ``context``, each carries its ``context``
-        turns before and after, and near-identical hits fold into one."""
-        if not isinstance(query, str):
-            raise InvalidInputError(f"query must be a string, got {type(query).__name__}.")
-        query = query_prefix(query)
-        inputs.bounded_int("top_k", k)
-        inputs.kind(kind)
-        inputs.min_score(min_score)
-        context = inputs.context(context)
-        when = window(query, inputs.now(now))
-        fetch = fetch_size(k, rescoring, self.parts.facts is not None)
-        pick = _no_lenders if kind == "facts" else _lenders
+    async def _hits(self, scope: Scope, ask: Ask, now: datetime | float | str | None) -> list[Hit]:
+        """The scope's best ``k`` hits for the question, in docs/architecture.md's steps: the ones
+        under ``min_score`` left out; the first reranked (``retrieval.rerank``); a hit's session
+        neighbours lend it score (``retrieval.context``), hits inside a time the question names
+        (relative to ``now``) gain; with ``context``, each carries its ``context`` turns before
+        and after, and near-identical hits fold into one."""
+        ask = checked(ask)  # 2: the arguments checked, the query cut
+        when = window(ask.query, inputs.now(now))  # 2: the time the question names
+        found, lent = await self._found(scope, ask)  # 3-4: the engine's hits, fused, with the lenders' turns
+        hits = calibrate(ask.query, found, self._fusion_weights())  # 5: one scale on every engine
+        hits, order = await reranked(ask.reranker, ask.query, hits, head_size(ask.rerank_top_n, ask.k))  # 6
+        hits = await self._in_context(scope, ask, found, lent, hits, when, order)  # 7: neighbours lend, time gains
+        return await self._cut(scope, ask, kept(hits, ask))  # 8: re-scored, split, thresholded, cut, folded
+
+    async def _found(self, scope: Scope, ask: Ask) -> tuple[list[Hit], list[neighbourhood.Around] | None]:
+        """The engine's hits (``fetch_size`` of them) and, where it reads them in the same call
+        (``search_lending``), the neighbours of the hits that lend score."""
+        fetch = fetch_size(ask.k, ask.rescoring, self.parts.facts is not None)
+        if ask.reranker is not None:
+            fetch = min(inputs.MAX_TOP_K, max(fetch, head_size(ask.rerank_top_n, ask.k)))
         one_read = lending(self.parts.backend)  # the hits and the lenders' neighbours in one hop
         with self._guard("searching memories"):
             if one_read is not None:
-                found, lent = await one_read(scope, query, fetch, pick, 1)
-            else:
-                found, lent = await self.parts.backend.search(scope, query, fetch), None
-        hits = calibrate(query, found, self._fusion_weights())
-        # Context and time are relevance: they act on the calibrated scores, before re-scoring
-        # mixes in recency and importance, and before the kinds are split.
-        evidence = [h for h in hits if not is_fact(h.record)] if kind != "facts" else []
+                return await one_read(scope, ask.query, fetch, _picker(ask.kind), 1)
+            return await self.parts.backend.search(scope, ask.query, fetch), None
+
+    async def _in_context(
+        self,
+        scope: Scope,
+        ask: Ask,
+        found: list[Hit],
+        lent: list[neighbourhood.Around] | None,
+        hits: list[Hit],
+        when: TimeWindow | None,
+        order: dict[str, float] | None,
+    ) -> list[Hit]:
+        """Context and time are relevance: they act on the calibrated scores (in the reranker's
+        order, when one ordered them), before re-scoring mixes in recency and importance, and
+        before the kinds are split."""
+        evidence = [h for h in hits if not is_fact(h.record)] if ask.kind != "facts" else []
         lenders = evidence[: neighbourhood.LENDERS]
         # Calibration keeps the order, so the engine read around these very hits; checked all
-        # the same (a backend without ``search_lending``, or one whose order changed, reads them now).
+        # the same (a backend without ``search_lending``, or an order a reranker changed, reads them now).
+        pick = _picker(ask.kind)
         around = lent if lent is not None and _ids(pick(found)) == _ids(h.record for h in lenders) else None
         if around is None:
             around = await self._neighbours(scope, [h.record for h in lenders], 1)
-        relevant = neighbourhood.shares_a_term(query)
-        hits = neighbourhood.rerank(hits, lenders if around else [], around or [], when, relevant=relevant)
-        hits = split_hits(rescoring.rescore(hits), kind)
-        if min_score is not None:
-            hits = [h for h in hits if h.score >= min_score]
-        if not context:
-            return hits[:k]
-        hits = neighbourhood.fold(hits)[:k]
-        around = await self._neighbours(scope, [h.record for h in hits], context)
+        relevant = neighbourhood.shares_a_term(ask.query)
+        return neighbourhood.rerank(hits, lenders if around else [], around or [], when, relevant=relevant, order=order)
+
+    async def _cut(self, scope: Scope, ask: Ask, hits: list[Hit]) -> list[Hit]:
+        """The first ``k``; with ``context``, near-identical hits folded and each with its turns."""
+        if not ask.context:
+            return hits[: ask.k]
+        hits = neighbourhood.fold(hits)[: ask.k]
+        around = await self._neighbours(scope, [h.record for h in hits], ask.context)
         if around is None:
             return hits
         return [

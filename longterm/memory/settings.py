@@ -20,7 +20,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SkipValidation, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SkipValidation,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from typing_extensions import Self, override
 
 from .. import compat
@@ -31,7 +40,9 @@ from ..core.ledger import Ledger
 from ..errors import ConfigurationError, first_problem
 from ..facts import FactsConfig
 from ..policies import MemoryAutoSavePolicy, resolve_policy
+from ..retrieval.rerank import DEFAULT_TOP_N, Reranker, resolve_reranker
 from ..retrieval.rescoring import Rescoring
+from ..uri import parse_uri
 from .inputs import MAX_TOP_K
 
 #: Fields that choose the store: fixed once the memory is open.
@@ -39,8 +50,20 @@ FIXED = frozenset({"backend", "backend_config", "index", "app_name", "ledger", "
 
 
 def default_backend() -> str:
-    """The backend a memory uses when none is named: ``LONGTERM_BACKEND``, else ``local``."""
-    return _config.env("LONGTERM_BACKEND") or "local"
+    """The backend a memory uses when none is named: ``LONGTERM_URI``'s, else ``LONGTERM_BACKEND``, else ``local``."""
+    uri = _config.env("LONGTERM_URI")
+    return str(parse_uri(uri)["backend"]) if uri else _config.env("LONGTERM_BACKEND") or "local"
+
+
+def uri_defaults(data: dict[str, Any]) -> dict[str, Any]:
+    """``LongTermMemory``'s arguments ``data`` over the store ``LONGTERM_URI`` names (``longterm.uri``),
+    used when ``data`` names no ``backend``; the arguments and ``backend_config`` keys given win."""
+    uri = _config.env("LONGTERM_URI")
+    if not uri or "backend" in data:
+        return data
+    base = parse_uri(uri)
+    given, config = data.get("backend_config"), base.pop("backend_config")
+    return {**base, **data, "backend_config": {**config, **given} if isinstance(given, dict) else given or config}
 
 
 class MemorySettings(BaseModel):
@@ -81,6 +104,12 @@ class MemorySettings(BaseModel):
     own setting, where given, wins): a call past it fails, or a search degrades to full text,
     within it. None: each part's default (the engine's, e.g. 30 s; the embedder's 10 s; the
     fact model's 30 s)."""
+    reranker: Reranker | None = None
+    """A reranker for a search's first hits (``retrieval.rerank``): a callable ``(query, texts) ->
+    scores``, the URL of a ``/rerank`` endpoint, or a dict ``{"url", "model", "api_key", "timeout"}``;
+    bounded by ``timeout`` (else 10 s), the fused order kept when it fails. None: off."""
+    rerank_top_n: int = Field(default=DEFAULT_TOP_N)
+    """How many of a search's first hits the reranker orders (at least the search's ``top_k``)."""
     user_id: str = ""
     """Deprecated (as in VeADK): the default user of ``as_tool()`` and of a ``Runner`` given no
     ``user_id``; every call's own ``user_id`` wins. See ``longterm.compat``."""
@@ -95,7 +124,7 @@ class MemorySettings(BaseModel):
 
     def __init__(self, **data: Any) -> None:
         try:
-            super().__init__(**compat.memory_arguments(data, default_backend()))
+            super().__init__(**compat.memory_arguments(uri_defaults(data), default_backend()))
         except ValidationError as exc:
             where, msg = first_problem(exc, "LongTermMemory")
             raise ConfigurationError(f"invalid LongTermMemory argument '{where}': {msg}") from None
@@ -106,6 +135,18 @@ class MemorySettings(BaseModel):
         # Strict, as search_memory's own top_k: True or "5" are mistakes, not 1 and 5.
         if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= MAX_TOP_K:
             raise ValueError(f"top_k must be an integer from 1 to {MAX_TOP_K}, got {v!r}")
+        return v
+
+    @field_validator("reranker", mode="before")
+    @classmethod
+    def _resolve_reranker(cls, v: Any, info: ValidationInfo) -> Reranker | None:
+        return resolve_reranker(v, timeout=info.data.get("timeout"))
+
+    @field_validator("rerank_top_n", mode="before")
+    @classmethod
+    def _check_rerank_top_n(cls, v: Any) -> int:
+        if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= MAX_TOP_K:
+            raise ValueError(f"rerank_top_n must be an integer from 1 to {MAX_TOP_K}, got {v!r}")
         return v
 
     @field_validator("backend", mode="before")

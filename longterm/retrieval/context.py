@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ..records import Hit, MemoryRecord
 from .text import index_terms, query_terms
@@ -61,6 +61,7 @@ def rerank(
     window: TimeWindow | None = None,
     *,
     relevant: Callable[[MemoryRecord], bool] = lambda record: True,
+    order: Mapping[str, float] | None = None,
 ) -> list[Hit]:
     """``hits`` re-scored, best first: what each of ``lenders`` (some of the hits) lends its
     neighbours (``around``, one entry a lender), then ``WINDOW_BOOST`` for those inside
@@ -68,8 +69,12 @@ def rerank(
     term with the question: ``shares_a_term``), so a search never returns a turn for its
     neighbour's words alone. Ranked by the sums; each reported score capped at 1 (``extra`` says
     what was added: ``lent``, the neighbours' share, and ``when``, the words that named the
-    window; ``arms`` keep what found the hit). Ties keep the order they had."""
+    window; ``arms`` keep what found the hit). Ties keep the order they had. ``order``: the value
+    each hit is ranked by when it is not its score (a reranker's order, ``retrieval.rerank``):
+    lent and boosted the same way, it decides the order while the scores stay as they were."""
     value = {h.record.id: h.score for h in hits}
+    by = value if order is None else {h.record.id: order.get(h.record.id, h.score) for h in hits}
+    rank = dict(by)
     out = {h.record.id: h for h in hits}
     lent: dict[str, float] = {}
     for hit, (before, after) in zip(lenders, around, strict=True):
@@ -83,16 +88,19 @@ def rerank(
                 if not relevant(record):
                     continue
                 out[record.id] = Hit(record=record, score=0.0)
-                value[record.id] = 0.0
+                value[record.id] = rank[record.id] = 0.0
             lent[record.id] = lent.get(record.id, 0.0) + share * hit.score
+            rank[record.id] += share * by[hit.record.id]
     for rid, amount in lent.items():
         value[rid] += amount
     inside = {rid for rid, h in out.items() if window is not None and window.holds(h.record.timestamp)}
     for rid in inside:
         value[rid] *= WINDOW_BOOST
+        rank[rid] *= WINDOW_BOOST
     if not lent and not inside:
         return list(hits)
-    ranked = sorted(out, key=lambda rid: -value[rid])
+    key = value if order is None else rank
+    ranked = sorted(out, key=lambda rid: -key[rid])
     result = []
     for rid in ranked:
         h = out[rid]

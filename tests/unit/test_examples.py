@@ -30,6 +30,17 @@ EXPECTED = {
         "100 events, after each save: 10 model calls",
     ],
     "dict_backend.py": ["saved 1 of 1 new events", "found: I moved to Lisbon last spring"],
+    "adk_services.py": ["-> LongTermMemoryService on local", "session 2 > recalled: I'm allergic to shellfish"],
+    "openai_agents_memory.py": [
+        "run 1 saved again: 0 new memories",
+        "run 2 > load_memory found: I'm allergic to shellfish",
+        "run 2 > instructions end with: - I'm allergic to shellfish",
+    ],
+    "pydantic_ai_memory.py": [
+        "run 1 > Noted! (saved 1, then again 0)",
+        "run 2 > You told me: I'm allergic to shellfish",
+        "bob   > I don't know yet.",
+    ],
 }
 #: What a repr looks like in the output; a person reads text.
 REPRS = ("MemoryEntry(", "Content(", "Part(", "Memory(id=", "SaveResult(", "object at 0x", '{"result"')
