@@ -43,7 +43,7 @@ def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test writes under its own LONGTERM_HOME, never into the checkout."""
     home = tmp_path / "home"
     monkeypatch.setenv("LONGTERM_HOME", str(home))
-    for var in ("LONGTERM_BACKEND", "LONGTERM_LOCAL_PATH"):
+    for var in ("LONGTERM_BACKEND", "LONGTERM_LOCAL_PATH", "LONGTERM_URI"):
         monkeypatch.delenv(var, raising=False)
     return home
 

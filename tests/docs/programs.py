@@ -28,7 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 #: Imported once by the fork server; every program forked from it finds them loaded.
-PRELOAD = ["longterm", "longterm.integrations.adk", "longterm.testing.scripted_llm", "google.adk.agents"]
+PRELOAD = [
+    "longterm",
+    "longterm.integrations.adk",
+    "longterm.testing.scripted_llm",
+    "google.adk.agents",
+    "agents",  # the OpenAI Agents SDK: its pages and example
+    "pydantic_ai",
+]
 
 
 @dataclass
