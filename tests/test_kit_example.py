@@ -51,4 +51,4 @@ def test_the_example_runs_as_a_script(tmp_path: Path):
     )
     assert out.returncode == 0, out.stderr
     assert "saved 1 of 1 new events" in out.stdout
-    assert "found: ['I moved to Lisbon last spring']" in out.stdout
+    assert "found: I moved to Lisbon last spring" in out.stdout

@@ -55,10 +55,10 @@ async def test_a_redis_index_of_0_1_is_migrated_and_finds_by_our_terms(services,
     from longterm.backends.redis import RedisBackend
 
     config = services("redis").config(tmp_path)
-    memory = LongTermMemory(backend="redis", backend_config=config)
+    memory = LongTermMemory(backend="redis", backend_config=config, app_name="app")
     await memory.add_session_to_memory(make_session("s1", user="ann", turns=[("user", "We went hiking at dawn")]))
     await memory.close()
-    backend = memory._backend
+    backend = memory.backend_instance
     assert isinstance(backend, RedisBackend)
     r = redis.Redis.from_url(config["url"], protocol=2)
     # What 0.1 left behind: its index, and the records' text as it was (unstemmed).
@@ -67,7 +67,7 @@ async def test_a_redis_index_of_0_1_is_migrated_and_finds_by_our_terms(services,
     r.execute_command("FT.CREATE", backend.ns + "idx", *old, "terms", "TEXT", "scope", "TAG", "timestamp", "NUMERIC")
     for key in r.keys(backend.ns + "m:*"):
         r.hset(key, "terms", "We went hiking at dawn")
-    memory = LongTermMemory(backend="redis", backend_config=config)
+    memory = LongTermMemory(backend="redis", backend_config=config, app_name="app")
     try:
         res = await memory.search_memory(app_name="app", user_id="ann", query="who hiked?")
         assert [m.content.parts[0].text for m in res.memories] == ["We went hiking at dawn"]

@@ -30,6 +30,7 @@ ENGINES = ["edge", "local"]
 
 def _memory(path: Path, engine: str, **kwargs) -> LongTermMemory:
     config = {"path": str(path), "engine": engine, **kwargs.pop("config", {})}
+    kwargs.setdefault("app_name", "app")  # the sessions' app: the memory's own index is where they live
     return LongTermMemory(backend="qdrant", backend_config=config, **kwargs)
 
 

@@ -98,7 +98,7 @@ async def test_another_embedder_is_a_clear_error_and_no_embedder_reads_full_text
 
 
 async def test_hybrid_search_fuses_both_arms_and_degrades_visibly(redis_cfg: dict):
-    memory = LongTermMemory(backend="redis", backend_config={**redis_cfg, "embedder": "hashing"})
+    memory = LongTermMemory(backend="redis", backend_config={**redis_cfg, "embedder": "hashing"}, app_name="app")
     turns = [
         ("user", "I keep bees and sell honey at the market"),
         ("user", "My car is a blue hatchback"),
@@ -141,7 +141,7 @@ async def test_one_connection_pool_per_memory(redis_cfg: dict):
 
     probe = redis.Redis.from_url(redis_cfg["url"])
     before = probe.execute_command("CLIENT", "LIST").decode().count("\n")
-    memory = LongTermMemory(backend="redis", backend_config={**redis_cfg, "max_connections": 4})
+    memory = LongTermMemory(backend="redis", backend_config={**redis_cfg, "max_connections": 4}, app_name="app")
     await memory.add_session_to_memory(make_session())
     res = await asyncio.gather(*(memory.search_memory(app_name="app", user_id="u1", query="hiking") for _ in range(50)))
     assert all(r.memories for r in res)
@@ -168,7 +168,9 @@ def test_configuration_sources(monkeypatch: pytest.MonkeyPatch):
 async def test_vectors_are_float32_of_the_embedder_dim(redis_cfg: dict):
     import redis
 
-    memory = LongTermMemory(backend="redis", backend_config={**redis_cfg, "embedder": HashingEmbedder(64)})
+    memory = LongTermMemory(
+        backend="redis", backend_config={**redis_cfg, "embedder": HashingEmbedder(64)}, app_name="app"
+    )
     await memory.add_session_to_memory(make_session())
     backend = memory.backend_instance
     assert isinstance(backend, RedisBackend)
@@ -304,7 +306,7 @@ async def test_a_save_leaves_out_events_the_ledger_holds_when_its_script_runs(
     """Another worker saved a session and the user erased it after this worker read the ledger
     (here: every read of it saw nothing yet). The save script itself leaves out the events the
     ledger holds, so no erase can slip between the last read and the write."""
-    memory = LongTermMemory(backend="redis", backend_config=redis_cfg)
+    memory = LongTermMemory(backend="redis", backend_config=redis_cfg, app_name="app")
     session = make_session(turns=[("user", f"zebra fact {i}") for i in range(3)])
     await memory.add_session_to_memory(session)
     assert await memory.delete_memory(app_name="app", user_id="u1", session_id="s1") == 3

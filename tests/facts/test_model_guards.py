@@ -34,7 +34,9 @@ def chat() -> Iterator[ScriptedChat]:
 
 
 def local(tmp_path: Path, chat: ScriptedChat, **more: Any) -> LongTermMemory:
-    return LongTermMemory(backend_config={"path": str(tmp_path / "m.db")}, facts=facts_config(chat, **more))
+    return LongTermMemory(
+        backend_config={"path": str(tmp_path / "m.db")}, app_name=APP, facts=facts_config(chat, **more)
+    )
 
 
 async def test_a_noop_naming_a_fact_it_was_never_shown_keeps_the_new_fact(tmp_path: Path, chat: ScriptedChat):
@@ -84,7 +86,7 @@ async def test_a_batch_failing_for_a_reason_not_the_model_is_skipped_after_three
     tmp_path: Path, chat: ScriptedChat, monkeypatch: pytest.MonkeyPatch
 ):
     m = local(tmp_path, chat)
-    layer = m._facts
+    layer = m._own.parts.facts  # the fact layer of the app's index
     assert layer is not None
     real = layer.backend.upsert
 
@@ -122,7 +124,7 @@ async def test_a_fact_another_worker_distils_from_evidence_erased_meanwhile_does
     worker = local(tmp_path, chat, timeout=60)  # two memories on one file: two processes
     eraser = local(tmp_path, chat, timeout=60)
     await worker.add_session_to_memory(said(1, "I live in Porto."))
-    layer = worker._facts
+    layer = worker._own.parts.facts
     assert layer is not None
     for _ in range(200):  # until the worker took the batch and waits for the model
         if not layer.pending():
