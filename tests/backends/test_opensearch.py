@@ -49,7 +49,7 @@ async def test_hybrid_search_with_knn(os_cfg: dict, fusion: str):
 
 
 async def test_any_user_id_shares_one_index(os_cfg: dict):
-    memory = LongTermMemory(backend="opensearch", backend_config=os_cfg)
+    memory = LongTermMemory(backend="opensearch", backend_config=os_cfg, app_name="app")
     for user in ["Alice", "a@b.com", "user 1", "ÜNÏCØDÉ"]:
         await memory.add_session_to_memory(make_session(user=user, turns=[("user", f"note of {user}")]))
     for user in ["Alice", "a@b.com", "user 1", "ÜNÏCØDÉ"]:
@@ -123,11 +123,11 @@ async def test_the_ledger_lives_in_the_store_and_reads_past_10k_events(
     for a session of over 10,000 events; another index does not inherit it; erasing
     memories leaves the ledger, so what a user erased stays erased."""
     big = make_session("big", turns=[("user", f"fact number {i} about tulips") for i in range(10_050)])
-    first = LongTermMemory(backend="opensearch", backend_config=os_cfg)
+    first = LongTermMemory(backend="opensearch", backend_config=os_cfg, app_name="app")
     assert (await first.add_session_to_memory(big)).new_events == 10_050
     await first.close()
     monkeypatch.setenv("LONGTERM_HOME", str(tmp_path / "another-machine"))
-    again = LongTermMemory(backend="opensearch", backend_config=os_cfg)
+    again = LongTermMemory(backend="opensearch", backend_config=os_cfg, app_name="app")
     res = await again.add_session_to_memory(big)
     assert (res.new_events, res.saved) == (0, 0)
     assert await again.delete_memory(app_name="app", user_id="u1", session_id="big") == 10_050
@@ -141,9 +141,9 @@ async def test_the_ledger_lives_in_the_store_and_reads_past_10k_events(
 
 
 async def test_a_failed_write_names_the_event_and_leaves_the_ledger(os_cfg: dict):
-    memory = LongTermMemory(backend="opensearch", backend_config=os_cfg)
+    memory = LongTermMemory(backend="opensearch", backend_config=os_cfg, app_name="app")
     await memory.count(app_name="app", user_id="u1")  # the index exists
-    admin, index = OpenSearch(os_cfg["url"]), index_name(os_cfg["prefix"], "default_app")
+    admin, index = OpenSearch(os_cfg["url"]), index_name(os_cfg["prefix"], "app")
     admin.indices.put_settings(index=index, body={"index.blocks.write": True})
     with pytest.raises(BackendUnavailableError, match=r"event 's1-e0' of session 's1': cluster_block_exception"):
         await memory.add_session_to_memory(make_session())
@@ -157,10 +157,10 @@ async def test_a_save_waits_for_an_index_another_worker_just_created(os_cfg: dic
     """Another worker created the index a moment ago and its shards are not started yet:
     opening it waits for them instead of failing the save with a 503 (a CI flake: two
     processes saving the same session into a fresh index)."""
-    setup = LongTermMemory(backend="opensearch", backend_config=os_cfg)
+    setup = LongTermMemory(backend="opensearch", backend_config=os_cfg, app_name="app")
     await setup.count(app_name="app", user_id="u1")  # learn the mappings the engine creates
     await setup.close()
-    admin, index = OpenSearch(os_cfg["url"]), index_name(os_cfg["prefix"], "default_app")
+    admin, index = OpenSearch(os_cfg["url"]), index_name(os_cfg["prefix"], "app")
     for name in (index, index + ".ledger"):
         mappings = admin.indices.get_mapping(index=name)[name]["mappings"]
         settings = admin.indices.get_settings(index=name)[name]["settings"]["index"]
@@ -169,7 +169,7 @@ async def test_a_save_waits_for_an_index_another_worker_just_created(os_cfg: dic
         nowhere = {**kept, "routing": {"allocation": {"require": {"_name": "no-such-node"}}}}
         body = {"settings": {"index": nowhere}, "mappings": mappings}
         admin.indices.create(index=name, body=body, params={"wait_for_active_shards": "0"})
-    memory = LongTermMemory(backend="opensearch", backend_config=os_cfg)
+    memory = LongTermMemory(backend="opensearch", backend_config=os_cfg, app_name="app")
     save = asyncio.create_task(memory.add_session_to_memory(make_session()))
     await asyncio.sleep(1.5)
     assert not save.done(), save  # waiting for the shards, not failed
@@ -184,9 +184,9 @@ async def test_a_search_whose_shards_are_not_started_waits_for_them(os_cfg: dict
     """The engine is open, but a shard it searches is not started (the index re-created by another
     worker, a node restarting): reading the ledger waited for nothing and failed the save with a
     503 "all shards failed" (the client's own retries come at once); it now waits for the shards."""
-    memory = LongTermMemory(backend="opensearch", backend_config=os_cfg)
+    memory = LongTermMemory(backend="opensearch", backend_config=os_cfg, app_name="app")
     await memory.count(app_name="app", user_id="u1")  # open: past the open-time wait
-    admin, index = OpenSearch(os_cfg["url"]), index_name(os_cfg["prefix"], "default_app")
+    admin, index = OpenSearch(os_cfg["url"]), index_name(os_cfg["prefix"], "app")
     name = index + ".ledger"
     mappings = admin.indices.get_mapping(index=name)[name]["mappings"]
     settings = admin.indices.get_settings(index=name)[name]["settings"]["index"]
@@ -207,7 +207,7 @@ async def test_a_search_whose_shards_are_not_started_waits_for_them(os_cfg: dict
 async def test_one_memory_used_from_many_threads_and_loops(os_cfg: dict):
     """No client is bound to an event loop: threads with their own loops and the sync
     wrappers share one memory."""
-    memory = LongTermMemory(backend="opensearch", backend_config=os_cfg)
+    memory = LongTermMemory(backend="opensearch", backend_config=os_cfg, app_name="app")
     memory.add_session_to_memory_sync(make_session(turns=[("user", "shared bees")]))
     results: list[list[str]] = []
 
@@ -346,7 +346,7 @@ async def test_an_erase_that_cannot_finish_says_so(stub):
 async def test_a_word_longer_than_lucene_takes_is_saved_and_the_rest_found(os_cfg: dict, blob: str):
     """A hex dump or a base64 blob is one 'word' of tens of KB: Lucene refuses terms over 32,766
     bytes, which failed every save of the session, forever."""
-    memory = LongTermMemory(backend="opensearch", backend_config=os_cfg)
+    memory = LongTermMemory(backend="opensearch", backend_config=os_cfg, app_name="app")
     await memory.add_session_to_memory(make_session(turns=[("user", f"{blob} findme")]))
     res = await memory.search_memory(app_name="app", user_id="u1", query="findme")
     assert _texts(res) == [f"{blob} findme"]
@@ -376,7 +376,7 @@ async def test_a_save_paused_across_an_erase_brings_nothing_back(
     import longterm.backends.opensearch.bulk as engine
 
     monkeypatch.setattr(engine, "BULK_DOCS", 100)  # six chunks of records
-    a, b = (LongTermMemory(backend="opensearch", backend_config=os_cfg) for _ in range(2))
+    a, b = (LongTermMemory(backend="opensearch", backend_config=os_cfg, app_name="app") for _ in range(2))
     reached, go = threading.Event(), threading.Event()
     backend = b.backend_instance
     if pause == "after-the-ledger-read":
@@ -426,7 +426,7 @@ async def test_two_workers_racing_an_erase_bring_nothing_back_and_the_count_is_e
     erases it as soon as one of them returned, then the other finishes. Every trial: the erase
     reports the 600 memories it took (never more, as when rounds of delete_by_query counted
     re-indexed records again), and none comes back."""
-    a, b = (LongTermMemory(backend="opensearch", backend_config=os_cfg) for _ in range(2))
+    a, b = (LongTermMemory(backend="opensearch", backend_config=os_cfg, app_name="app") for _ in range(2))
 
     async def trial(sid: str) -> tuple[int, tuple[int, int]]:
         session = _race_session(sid)
@@ -497,7 +497,7 @@ async def test_purge_merges_the_erased_documents_away(os_cfg: dict):
     """Lucene keeps a deleted (or overwritten) document in its segment until a merge, and a
     retention lease keeps it past a merge until the lease renews (about 30 s): ``purge`` waits
     for the lease and merges again, so no deleted document is left."""
-    memory = LongTermMemory(backend="opensearch", backend_config=os_cfg)
+    memory = LongTermMemory(backend="opensearch", backend_config=os_cfg, app_name="app")
     for i in range(3):
         await memory.add_session_to_memory(make_session(f"s{i}", turns=[("user", f"purged secret {i}")]))
     assert await memory.delete_memory(app_name="app", user_id="u1", session_id="s0") == 1
