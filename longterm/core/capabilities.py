@@ -32,6 +32,9 @@ class Capabilities:
     """The engine fuses full text and vectors itself (``_search``); otherwise the core fuses them."""
     purges: bool = False
     """An erase leaves bytes in the engine's files that ``_purge`` compacts."""
+    marks_erasures: bool = False
+    """An erase of a scope or a session is not one step: it marks its intent first, every read
+    hides what the mark covers, and a crashed erase is finished later (``core.erasures``)."""
 
 
 FLAGS = tuple(f.name for f in fields(Capabilities))

@@ -39,6 +39,7 @@ from . import limits
 from .aliases import Ids, Records, Vectors
 from .capabilities import Capabilities, capabilities
 from .embedding import Embedding, Store
+from .erasures import ErasureMarks
 from .errors import Rule
 from .ledger import SideLedger
 from .neighbours import SessionReads
@@ -59,7 +60,7 @@ T = TypeVar("T")
 __all__ = ["Capabilities", "Engine", "Query", "capabilities", "sorted_page", "unsaved"]
 
 
-class Engine(SessionReads):
+class Engine(SessionReads, ErasureMarks):
     """Base of every built-in engine; see the module docstring for the division of work."""
 
     name: ClassVar[str] = ""
@@ -77,6 +78,7 @@ class Engine(SessionReads):
     embeds_later: ClassVar[bool] = False
     native_hybrid: ClassVar[bool] = False
     purges: ClassVar[bool] = False
+    marks_erasures: ClassVar[bool] = False
     #: What ``purge`` says for an engine that has nothing for it to do.
     purge_note: ClassVar[str] = "nothing to compact: this engine keeps no copy of what an erase deleted"
     side_ledger: SideLedger | None = None
@@ -112,6 +114,7 @@ class Engine(SessionReads):
         self.searching = Searching(
             self.runner, self.embedding, self.hybrid, reads, native=caps.native_hybrid, text_arm=self.text_arm
         )
+        self.erasing = self._erasing() if caps.marks_erasures else None  # erases in marked steps
 
     @property
     def embedder(self) -> Embedder | None:
@@ -235,6 +238,8 @@ class Engine(SessionReads):
         if not capabilities(self).keeps_ledger and self.side_ledger is None:
             raise ConfigurationError(f"{type(self).__name__} keeps no ledger of its own but set no side_ledger.")
         self._open()
+        if self.erasing is not None:
+            self.erasing.finish()  # an erase killed part-way, completed before anything else
         self.embedding.prepare()
         self.embedding.start()
 
@@ -270,7 +275,7 @@ class Engine(SessionReads):
 
     async def _read(self, what: str, fn: Callable[..., T], *args: object) -> T:
         """``_run`` of a primitive that only reads (an engine with readers of its own overrides it)."""
-        return await self.runner.run(what, fn, *args)
+        return await self._run(what, fn, *args)
 
     # -- the backend contract (what the facade calls) ------------------------------------
 
@@ -282,10 +287,8 @@ class Engine(SessionReads):
         self, records: Sequence[MemoryRecord], scope: Scope, session_id: str, event_ids: Ids, *, new_only: bool = False
     ) -> None:
         """Write ``records`` and then mark ``event_ids`` handled in this store's ledger (``core.saving``).
-
-        ``new_only``: leave out records of events the ledger holds by now (another worker saved
-        them, or the user erased them, since the caller read it): a save planned from a stale
-        read never brings an erased memory back."""
+        ``new_only``: leave out records of events the ledger holds by now (another worker saved them,
+        or the user erased them, since the caller read it): a stale plan never brings one back."""
         await self.saving.save(records, scope, session_id, event_ids, new_only)
 
     async def search(self, scope: Scope, query: str, top_k: int) -> list[Hit]:
@@ -296,6 +299,8 @@ class Engine(SessionReads):
     async def delete(self, scope: Scope, ids: Sequence[str] | None = None, *, session_id: str | None = None) -> int:
         """Delete ``ids``, else one session's records, else every record of ``scope``; how many."""
         id_list = None if ids is None else list(ids)
+        if id_list is None and self.erasing is not None:
+            return await self._run("deleting memories", self.erasing.erase, scope, session_id)
         return await self._run("deleting memories", self._remove, scope, id_list, session_id)
 
     async def count(self, scope: Scope) -> int:

@@ -6,9 +6,13 @@ rescoring=)`` (the scope's best hits, scored by the core on one scale: ``score``
 (ADK's ``SearchMemoryResponse`` of them). ``fetch_size`` is the one place that decides how many
 hits to ask the engine for.
 
-Why fetch more than ``k``: re-scoring reorders a wider pool (``Rescoring.candidates`` per hit
-wanted), and with facts on one search fills both kinds (and drops superseded facts), so it
-asks ``FACT_OVERFETCH`` times as many.
+Why fetch more than ``k``: the steps after the engine's (neighbours lending score, the time a
+question names, re-scoring) can only promote what was fetched, so a search asks for at least
+``POOL`` hits (LoCoMo dev hit@5 0.592 with the engine's first 5, 0.659 with 20, the Chinese
+sets the same or better, a paired bootstrap's interval above zero: ``bench/pool.py``, docs
+"Recall, round four"); re-scoring reorders a wider pool still (``Rescoring.candidates`` per
+hit wanted), and with facts on one search fills both kinds (and drops superseded facts), so
+it asks ``FACT_OVERFETCH`` times as many.
 
 Why a query is cut (``MAX_QUERY_CHARS``, at a word's end) on the loop: the engine looks up only
 a query's first 256 distinct terms, which any real question reaches long before the cut;
@@ -104,9 +108,14 @@ def query_prefix(query: str) -> str:
 def fetch_size(k: int, rescoring: Rescoring, facts_on: bool) -> int:
     """How many hits to ask the engine for, to return ``k`` (see the module docstring)."""
     fetch = min(inputs.MAX_TOP_K, k * rescoring.candidates) if rescoring.enabled else k
+    fetch = max(fetch, POOL)
     if facts_on:  # room for both kinds (and superseded facts, dropped)
         fetch = min(inputs.MAX_TOP_K, fetch * FACT_OVERFETCH)
     return fetch
+
+
+#: The fewest hits a search ranks after the engine's cut (module docstring).
+POOL = 20
 
 
 @dataclass(frozen=True)

@@ -380,7 +380,7 @@ def test_delete_purge_runs_the_engines_purge_after_the_erase(tmp_path: Path, mon
 
 
 def test_delete_purge_on_a_backend_that_cannot_compact_says_why(tmp_path: Path):
-    config = _saved(tmp_path, "qdrant", {"path": str(tmp_path / "q"), "engine": "edge"})
+    config = _saved(tmp_path, "qdrant", {"path": str(tmp_path / "q"), "engine": "local"})  # edge purges now
     r = run("--backend", "qdrant", "--config", config, "delete", "--app", "a", "--user", "u", "--yes", "--purge")
     assert r.exit_code == 0, r.output
     assert "deleted 1 memories" in r.output

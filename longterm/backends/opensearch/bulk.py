@@ -79,3 +79,17 @@ def tombstones(index: str, hits: list[dict[str, Any]]) -> Chunk:
         cond = {"_index": index, "_id": h["_id"], "if_seq_no": h["_seq_no"], "if_primary_term": h["_primary_term"]}
         chunk.append((f"{json.dumps({'index': cond})}\n{json.dumps(TOMBSTONE)}\n".encode(), f"record {h['_id']!r}"))
     return chunk
+
+
+def changed(
+    client: Any, index: str, rows: Sequence[tuple[str, dict[str, Any], str]]
+) -> list[tuple[str, dict[str, Any], str]]:
+    """Of ``rows`` (id, document, what it is), those ``index`` does not hold exactly so (one ``mget`` per
+    ``BULK_DOCS``): a second import of the same export writes nothing, as on the local store."""
+    out: list[tuple[str, dict[str, Any], str]] = []
+    for start in range(0, len(rows), BULK_DOCS):
+        part = rows[start : start + BULK_DOCS]
+        found = client.mget(index=index, body={"ids": [doc_id for doc_id, _, _ in part]}, realtime=True)["docs"]
+        stored = {d["_id"]: d.get("_source") for d in found if d.get("found")}
+        out += [row for row in part if stored.get(row[0]) != json.loads(json.dumps(row[1]))]
+    return out

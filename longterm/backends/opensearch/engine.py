@@ -13,7 +13,6 @@ results; an erase goes again until nothing it erases is left, or says it could n
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -25,14 +24,14 @@ from ...config.backends import OpenSearchConfig, resolve_auth, resolve_hosts
 from ...core.aliases import Records, Vectors
 from ...core.engine import Engine, Query
 from ...core.errors import Rule
-from ...core.neighbours import Sessions, scan_sessions
 from ...core.scope import scope_key
 from ...core.selection import Page
 from ...errors import BackendUnavailableError, ConfigurationError, InvalidInputError, require
 from ...records import MemoryRecord, Scope
 from ...retrieval.text import segment
-from .bulk import BULK_DOCS, Chunk, Incomplete, chunks, send, tombstones
+from .bulk import BULK_DOCS, Chunk, Incomplete, changed, chunks, send, tombstones
 from .purge import purge
+from .reads import OpenSearchReads
 from .schema import (
     AUTH_HINT,
     BLOCKED_HINT,
@@ -56,7 +55,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-class OpenSearchBackend(Engine):
+class OpenSearchBackend(OpenSearchReads, Engine):
     name: ClassVar[str] = "opensearch"
     unreachable: ClassVar[str] = "Start it, or set LONGTERM_OPENSEARCH_URL / backend_config['url']."
     purges = True
@@ -180,7 +179,7 @@ class OpenSearchBackend(Engine):
             if vectors is not None:
                 doc["embedding"] = vectors[i].astype("float32").tolist()
             rows.append((r.id, doc, f"event {r.event_id!r} of session {r.session_id!r}"))
-        self._bulk(self.index, rows, op)
+        self._bulk(self.index, changed(self.client, self.index, rows) if op == "index" else rows, op)
 
     @override
     def _ledger_mark(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
@@ -262,12 +261,6 @@ class OpenSearchBackend(Engine):
         return records, (hits[-1]["sort"] if len(hits) == size else None)
 
     @override
-    def _session_rows(self, scope: Scope, session_ids: Sequence[str]) -> Sessions:
-        """One search of the scope's records of ``session_ids`` (a ``terms`` filter), paged when larger."""
-        only = {"terms": {"session_id": list(session_ids)}}
-        return scan_sessions(lambda s, at, n: self._sorted(self._scope(s, only), at, n), scope, session_ids)
-
-    @override
     def _ledger_saved(self, scope: Scope, session_id: str) -> set[str]:
         query = self._scope(scope, {"term": {"session_id": session_id}})
         body: dict[str, Any] = {"size": LEDGER_PAGE, "_source": False, "query": query, "sort": [{"event_id": "asc"}]}
@@ -312,46 +305,6 @@ class OpenSearchBackend(Engine):
         )
 
     # -- listing, purging -------------------------------------------------------------------------
-
-    @override
-    def _scopes(self) -> list[tuple[str, str, int]]:
-        sources = [{"a": {"terms": {"field": "app_name"}}}, {"u": {"terms": {"field": "user_id"}}}]
-        composite: dict[str, Any] = {"size": 1000, "sources": sources}
-        found: list[tuple[str, str, int]] = []
-        while True:
-            body = {"size": 0, "query": {"exists": {"field": "record_id"}}, "aggs": {"s": {"composite": composite}}}
-            resp = self.client.search(index=self.index, body=body, allow_partial_search_results=False)
-            agg = resp["aggregations"]["s"]
-            found += [(b["key"]["a"], b["key"]["u"], int(b["doc_count"])) for b in agg["buckets"]]
-            if not agg["buckets"] or "after_key" not in agg:
-                return found
-            composite["after"] = agg["after_key"]
-
-    @override
-    def _indices(self) -> list[str]:
-        """This prefix's data indices holding a record, named as the caller named them: from the
-        mapping's ``_meta``; an index of an earlier release (no name kept) by its name less the
-        prefix (lower-cased, and ending in a digest where ``index_name`` changed it)."""
-        head = re.sub("[^a-z0-9_-]", "_", self.cfg.prefix.lower()).lstrip("_-+")
-        pattern = f"{head}*,-*{LEDGER_SUFFIX}"
-        mappings = self.client.indices.get_mapping(index=pattern, allow_no_indices=True, ignore_unavailable=True)
-        names: dict[str, str] = {}
-        for physical, value in mappings.items():
-            mapping = value.get("mappings", {})
-            meta, props = mapping.get("_meta", {}), mapping.get("properties", {})
-            ours = "record_id" in props and "doc" in props and meta.get(PREFIX_META, self.cfg.prefix) == self.cfg.prefix
-            if not ours:
-                continue  # not a longterm data index, or one of a longer prefix
-            names[physical] = str(meta.get(INDEX_META) or physical[len(head) :])
-        if not names:
-            return []
-        body = {
-            "size": 0,
-            "query": {"exists": {"field": "record_id"}},
-            "aggs": {"i": {"terms": {"field": "_index", "size": len(names)}}},
-        }
-        resp = self.client.search(index=",".join(names), body=body, allow_partial_search_results=False)
-        return sorted(names[b["key"]] for b in resp["aggregations"]["i"]["buckets"] if b["doc_count"])
 
     @override
     def _purge(self) -> None:

@@ -29,8 +29,9 @@ from ...config.backends import QdrantConfig, resolve_qdrant_url
 from ...config.hybrid import HybridOptions
 from ...core.aliases import Records, Vectors
 from ...core.fork import keep
+from ...core.windows import Ask, TimeWindows
 from ...errors import ConfigurationError, require
-from ...records import Scope
+from ...records import MemoryRecord, Scope
 from .common import (
     DENSE,
     INDEX_KEY,
@@ -44,13 +45,14 @@ from .common import (
     name_id,
     physical_prefix,
     release_local,
+    to_record,
 )
 
 #: Points per request (a server refuses very large request bodies).
 BATCH = 256
 
 
-class QdrantBackend(QdrantEngine):
+class QdrantBackend(TimeWindows, QdrantEngine):
     unreachable: ClassVar[str] = "Start it, or set LONGTERM_QDRANT_URL / backend_config['url'] (or 'path')."
 
     def __init__(
@@ -128,6 +130,8 @@ class QdrantBackend(QdrantEngine):
                 raise
         for field in fields if self.url else ():  # local mode has no payload indexes
             c.create_payload_index(name, field_name=field, field_schema=self._m.PayloadSchemaType.KEYWORD)
+        if self.url and sparse is not None:  # a server orders by a range-indexed field (``_time_windows``)
+            c.create_payload_index(name, field_name="timestamp", field_schema=self._m.PayloadSchemaType.FLOAT)
 
     @override
     def _close(self) -> None:
@@ -171,8 +175,31 @@ class QdrantBackend(QdrantEngine):
             self._client.upsert(collection, points=points[start : start + BATCH], wait=True)
 
     @override
+    def _stored(self, point_ids: list[str], dense: bool) -> list[Any]:
+        got = self._client.retrieve(
+            self.collection, point_ids, with_payload=True, with_vectors=[DENSE] if dense else False
+        )
+        return list(got)
+
+    @override
     def _write(self, records: Records, vectors: Vectors) -> None:
+        records, vectors = self._changed(records, vectors)
+        if not records:
+            return
         self._upsert(self.collection, [self._m.PointStruct(**p) for p in self._points(records, vectors)])
+
+    @override
+    def _time_windows(self, scope: Scope, asks: Sequence[Ask]) -> list[list[MemoryRecord]]:
+        """Per ask, one scroll of its session ordered by time from its time (``core.windows``; on a
+        server the range index on ``timestamp`` serves it, local mode orders in Python)."""
+        m, out = self._m, []
+        for a in asks:
+            side = m.Range(lte=a.at) if a.before else m.Range(gte=a.at)
+            flt = self._filter(scope, session_id=a.session_id, also=[m.FieldCondition(key="timestamp", range=side)])
+            order = m.OrderBy(key="timestamp", direction="desc" if a.before else "asc")
+            points, _ = self._client.scroll(self.collection, scroll_filter=flt, limit=a.limit, order_by=order)
+            out.append([r for r in (to_record(p.payload) for p in points) if r.session_id == a.session_id])
+        return out
 
     @override
     def _has_id(self, point_ids: list[str]) -> Any:

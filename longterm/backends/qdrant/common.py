@@ -293,6 +293,12 @@ class QdrantEngine(Engine):
         indices, values = query_vector(text) if query else document_vector(text)
         return self._lib.SparseVector(indices=indices, values=values)
 
+    def _payload(self, r: MemoryRecord) -> dict[str, Any]:
+        payload = r.model_dump(mode="json", include=set(PACKED_FIELDS) if self.packed_payload else None)
+        if self.packed_payload:
+            payload[RECORD] = r.model_dump_json()
+        return payload
+
     def _points(self, records: Records, vectors: Vectors) -> Iterator[dict[str, Any]]:
         """Each record as a point's fields. No dense vector when the core sent none (no embedder,
         or a store made without one: ``vectors_off``); full text still works."""
@@ -300,10 +306,28 @@ class QdrantEngine(Engine):
             vector = {SPARSE: self._sparse(r.text)}
             if vectors is not None:
                 vector[DENSE] = vectors[i].astype("float32").tolist()
-            payload = r.model_dump(mode="json", include=set(PACKED_FIELDS) if self.packed_payload else None)
-            if self.packed_payload:
-                payload[RECORD] = r.model_dump_json()
-            yield {"id": point_id(r.id), "vector": vector, "payload": payload}
+            yield {"id": point_id(r.id), "vector": vector, "payload": self._payload(r)}
+
+    def _stored(self, point_ids: list[str], dense: bool) -> list[Any]:
+        """The points of ``point_ids`` the collection holds, with their payloads (and dense vectors)."""
+        raise NotImplementedError
+
+    def _changed(self, records: Records, vectors: Vectors) -> tuple[Records, Vectors]:
+        """Of ``records`` (and their ``vectors``), those the collection does not hold exactly so: the
+        same payload (the record: its sparse vector follows from its text, its dense one from the
+        store's one embedder) and a dense vector where one is written. A second import writes nothing."""
+        if not records:
+            return records, vectors
+        dense = vectors is not None
+        held = {str(p.id): p for p in self._stored([point_id(r.id) for r in records], dense)}
+        keep = []
+        for i, r in enumerate(records):
+            p = held.get(point_id(r.id))
+            if p is None or p.payload != self._payload(r) or (dense and DENSE not in (p.vector or {})):
+                keep.append(i)
+        if len(keep) == len(records):
+            return records, vectors
+        return [records[i] for i in keep], None if vectors is None else vectors[keep]
 
     @override
     def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:

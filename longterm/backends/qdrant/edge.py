@@ -18,7 +18,9 @@ logical name in its ledger's meta, for ``_indices``.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
+import shutil
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,6 +31,7 @@ from typing_extensions import Unpack, override
 from ...config import parse_backend_config, private_dir
 from ...config.backends import QdrantConfig
 from ...config.hybrid import HybridOptions
+from ...core import making
 from ...core.aliases import Records, Vectors
 from ...core.errors import Rule
 from ...core.fork import keep
@@ -41,6 +44,10 @@ from .common import DENSE, INDEX_KEY, RULES, SCOPE_FIELDS, SPARSE, QdrantEngine,
 from .windows import WINDOW_INDEXES, EdgeWindows, windows_ready
 
 LOCK_FILE, SHARD_DIR, LEDGER_FILE = ".longterm.lock", "shard", "ledger.db"
+#: What qdrant-edge writes first when it makes a shard, and loads a shard by.
+CONFIG_FILE = "edge_config.json"
+log = logging.getLogger(__name__)
+
 #: What qdrant-edge says of damaged files (its config, WAL, segments), lower case.
 DAMAGE = ("corrupt", "failed to deserialize", "can't init wal", "failed to decode", "failed to decompress")
 DAMAGED = Rule(
@@ -58,6 +65,7 @@ class QdrantEdgeBackend(EdgeWindows, QdrantEngine):
     packed_payload: ClassVar[bool] = True  # one process per store: no older reader shares it
     rules: ClassVar[Sequence[Rule]] = (*RULES, *SQLITE_RULES, DAMAGED)  # the ledger is SQLite
     keeps_ledger = False  # a SideLedger file in the store's directory
+    purges = True  # ``_purge`` makes the shard again from what it holds
 
     def __init__(self, path: str | Path, *, index: str = "default_app", **hybrid: Unpack[HybridOptions]) -> None:
         self._e = self._lib = require(
@@ -100,19 +108,94 @@ class QdrantEdgeBackend(EdgeWindows, QdrantEngine):
             self._side().meta_set(INDEX_KEY, self.index)
 
     def _load(self, shard_dir: Path) -> Any:
-        """The shard in ``shard_dir``, made first when there is none (call with the lock held)."""
+        """The shard in ``shard_dir``, made first when there is none (call with the lock held).
+
+        A new shard is made aside and moved into place whole (``core.making``). A directory
+        without its config is one an earlier release was killed while making: it holds nothing
+        (no save ran before the making ended), so it is made again; one that holds points is kept."""
         e = self._e
-        if shard_dir.exists() and any(shard_dir.iterdir()):
+        making.clear_leftovers(shard_dir)
+        if (shard_dir / CONFIG_FILE).exists():
             return e.EdgeShard.load(str(shard_dir))
-        dim = self.embedder.dim if self.embedder else 0
+        if shard_dir.exists() and any(shard_dir.iterdir()):
+            shard = self._half_made(shard_dir)
+            if shard is not None:
+                return shard
+        making.made_whole(shard_dir, self._make)
+        return e.EdgeShard.load(str(shard_dir))
+
+    def _config(self) -> Any:
+        e, dim = self._e, self.embedder.dim if self.embedder else 0
         dense = {DENSE: e.EdgeVectorParams(size=dim, distance=e.Distance.Cosine)} if dim else {}
-        text = {SPARSE: e.EdgeSparseVectorParams(modifier=e.Modifier.Idf)}
-        shard = e.EdgeShard.create(str(shard_dir), e.EdgeConfig(vectors=dense, sparse_vectors=text))
-        indexes = [(field, "Keyword") for field in SCOPE_FIELDS] + list(WINDOW_INDEXES)
-        for field, kind in indexes:
-            shard.update(e.UpdateOperation.create_field_index(field, getattr(e.PayloadSchemaType, kind)))
-        shard.flush()
-        return shard
+        return e.EdgeConfig(vectors=dense, sparse_vectors={SPARSE: e.EdgeSparseVectorParams(modifier=e.Modifier.Idf)})
+
+    def _make(self, place: Path, source: Any = None) -> None:
+        """A new shard in ``place``: its config, the payload indexes, ``source``'s points (a shard),
+        flushed and closed."""
+        e = self._e
+        shard = e.EdgeShard.create(str(place), self._config())
+        try:
+            making.step("created")
+            indexes = [(field, "Keyword") for field in SCOPE_FIELDS] + list(WINDOW_INDEXES)
+            for field, kind in indexes:
+                shard.update(e.UpdateOperation.create_field_index(field, getattr(e.PayloadSchemaType, kind)))
+                making.step(f"indexed {field}")
+            cursor = None
+            while source is not None:
+                request = e.ScrollRequest(offset=cursor, limit=BATCH * 8, with_payload=True, with_vector=True)
+                points, cursor = source.scroll(request)
+                copies = [e.Point(id=p.id, vector=p.vector, payload=p.payload) for p in points]
+                if copies:
+                    shard.update(e.UpdateOperation.upsert_points(copies))
+                if cursor is None:
+                    break
+            shard.flush()
+            making.step("flushed")
+        finally:
+            shard.close()
+
+    def _half_made(self, shard_dir: Path) -> Any:
+        """A shard directory with no config (an earlier release killed while making it): loaded with
+        this store's config when it holds points; None once removed when it holds none."""
+        try:
+            shard = self._e.EdgeShard.load(str(shard_dir), self._config())
+        except Exception as exc:
+            raise BackendError(
+                f"the embedded Qdrant store at {self.root} was left half-made (no {CONFIG_FILE}: a process stopped "
+                f"while creating it) and its files cannot be read ({exc}). If it never held memories, remove "
+                f"{shard_dir} and open it again; otherwise move the directory aside and restore it from a backup."
+            ) from exc
+        if int(shard.count(self._e.CountRequest(exact=True))):
+            return shard
+        shard.close()
+        log.warning("%s: made again, left half-made and empty by a process that stopped while making it", self.root)
+        shutil.rmtree(shard_dir)
+        return None
+
+    @override
+    def _purge(self) -> None:
+        """The shard made again from its points, beside it, and swapped in (``core.making``): an erased
+        point's words stay in the old segments until the optimizer vacuums them (a fifth of a segment
+        deleted) and in the write-ahead log's preallocated file until it is recycled; the new shard's
+        files never held them. Costs a copy of the store, as an operator's command may."""
+        old, shard_dir, fd = self._shard, self.root / SHARD_DIR, self._lock_fd
+        assert fd is not None, "purged while not open"
+        old.flush()
+        if self._release is not None:
+            self._release.detach()  # the old shard is closed below, the lock kept
+        swapped = []
+
+        def release() -> None:
+            old.close()
+            swapped.append(True)
+
+        try:
+            making.replaced_whole(shard_dir, lambda place: self._make(place, old), release)
+        finally:
+            shard = self._load(shard_dir) if swapped else old
+            self._shard = shard
+            self._release = weakref.finalize(self, _release, shard, fd, self._side())
+            self.windowed = windows_ready(self._e, shard)
 
     @override
     def _close(self) -> None:
@@ -178,7 +261,12 @@ class QdrantEdgeBackend(EdgeWindows, QdrantEngine):
     # -- hooks ------------------------------------------------------------------------------
 
     @override
+    def _stored(self, point_ids: list[str], dense: bool) -> list[Any]:
+        return list(self._shard.retrieve(point_ids, with_payload=True, with_vector=[DENSE] if dense else False))
+
+    @override
     def _write(self, records: Records, vectors: Vectors) -> None:
+        records, vectors = self._changed(records, vectors)
         points = [self._e.Point(**p) for p in self._points(records, vectors)]
         for start in range(0, len(points), BATCH):  # qdrant-edge holds the GIL while it writes
             self._shard.update(self._e.UpdateOperation.upsert_points(points[start : start + BATCH]))

@@ -2,13 +2,15 @@
 
 The seam: ``RedisBackend`` implements the engine primitives (``core.engine``) over Redis Stack
 (or any Redis with RediSearch) with the blocking ``redis.Redis`` client: one connection pool
-per memory, used from the core's ``max_connections`` worker threads within ``socket_timeout``.
+per memory, used from the core's ``max_connections`` worker threads within ``socket_timeout``;
+its reads are ``reads.RedisReads``', its erases ``erasing.RedisErasures``'.
 
 Why so, in short (key layout and the longer story: docs/backends.md, "redis"): the scope is a
 TAG (a hex digest) and terms are escaped, so no id or user text is query syntax (a record's
-session is a TAG digest too: a hit's neighbours are one query, ``scripts.session_records``);
+session is a TAG digest too: a hit's neighbours are reads by time within it, ``core.windows``);
 full text ranks as local's (our terms, NOSTEM, BM25STD); a save is one Lua call per ``SCRIPT_BATCH``
-records with its ledger marks (leaving out events the ledger holds), an erase one per batch: each whole.
+records with its ledger marks (leaving out events the ledger holds, and records stored exactly so);
+an erase of a user or session marks itself first, then goes one call per batch (``core.erasures``).
 With ``sentinels`` the client follows the primary Sentinel names; ``wait_replicas`` makes each save's
 script wait (``WAIT``) for that many replicas, on the script's own connection.
 """
@@ -26,47 +28,44 @@ from typing_extensions import override
 from ...config import parse_backend_config, redact_url
 from ...config.backends import RedisConfig, resolve_url
 from ...core.aliases import Ids, Records, Vectors
-from ...core.engine import Engine, Query
+from ...core.engine import Engine
 from ...core.errors import Rule
-from ...core.neighbours import Sessions, by_session
 from ...core.scope import scope_key
-from ...core.selection import Page
 from ...errors import BackendError, BackendUnavailableError, ConfigurationError, require
-from ...records import MemoryRecord, Scope, parse_record
-from ...retrieval.text import index_terms, query_terms
+from ...records import Scope, parse_record
+from ...retrieval.text import index_terms
+from .erasing import RedisErasures
+from .reads import RedisReads
 from .scripts import (
     ERASE,
-    ERASE_BATCH,
     FAILOVER_HINT,
     INDEX_KEY,
     INDEX_ON,
-    KNN_QUERY,
+    MARK,
     NO_INDEX,
     SAVE,
     SCHEMA,
     SCRIPT_BATCH,
     SEGMENT,
     START_HINT,
-    TEXT_QUERY,
+    UNMARK,
     VECTOR,
-    escape,
-    hits,
     namespace,
-    session_records,
     session_tag,
 )
-from .upgrade import redis_sessions, redis_v1
+from .upgrade import redis_saved, redis_sessions, redis_v1
 
 if TYPE_CHECKING:
-    import numpy as np
+    pass
 
 
-class RedisBackend(Engine):
+class RedisBackend(RedisReads, RedisErasures, Engine):
     name: ClassVar[str] = "redis"
     unreachable: ClassVar[str] = "Start it, or point LONGTERM_REDIS_URL or backend_config['url'] at a Redis Stack."
     timeout_key: ClassVar[str] = "socket_timeout"
     atomic_save = True  # records and ledger marks in one script
     purges = True
+    marks_erasures = True  # an erase of a user is many script calls: its mark first (``core.erasures``)
 
     def __init__(self, config: RedisConfig | None = None, **options: Any) -> None:
         """``RedisBackend(url=..., index=...)``: the keys of ``RedisConfig``, or one."""
@@ -117,7 +116,9 @@ class RedisBackend(Engine):
                     f"the redis url {self.where!r} is not valid ({exc}); {RedisConfig.URL_FORM}"
                 ) from None
             self._r = self._redis.Redis(connection_pool=pool)
-        self._save, self._erase = (self._r.register_script(s) for s in (SAVE, ERASE))
+        self._save, self._erase, self._mark, self._unmark = (
+            self._r.register_script(s) for s in (SAVE, ERASE, MARK, UNMARK)
+        )
 
     @override
     def _forget_after_fork(self) -> None:
@@ -146,6 +147,10 @@ class RedisBackend(Engine):
     def _set(self, scope: Scope) -> str:
         return f"{self.ns}s:{self._tag(scope.app_name, scope.user_id)}"
 
+    def _marks_key(self, tag: str) -> str:
+        """The hash of a scope's erasure marks (``Erasure.spec`` -> the clock at its start)."""
+        return f"{self.ns}e:{tag}"
+
     def _ledger_key(self, scope: Scope, session_id: str) -> str:
         return f"{self.ns}l:{scope_key(scope.app_name, scope.user_id, session_id)}"
 
@@ -163,6 +168,7 @@ class RedisBackend(Engine):
         upgraded = redis_v1(self._r, self.ns)
         self._r.hsetnx(self.ns + "meta", INDEX_KEY, self.index)  # the name ``_indices`` reports
         redis_sessions(self._r, self.ns, self.index_name, empty=made and not upgraded)
+        redis_saved(self._r, self.ns, self.index_name, empty=made and not upgraded)
 
     @override
     def _meta_get(self, key: str) -> str | None:
@@ -200,7 +206,7 @@ class RedisBackend(Engine):
             for i in batch:
                 groups.setdefault(self._tag(records[i].app_name, records[i].user_id), []).append(i)
             for tag, members in groups.items():
-                keys.append(f"{self.ns}s:{tag}")
+                keys += (f"{self.ns}s:{tag}", self._marks_key(tag))
                 args += (tag, len(members))
                 for i in members:
                     rec = records[i]
@@ -230,56 +236,6 @@ class RedisBackend(Engine):
                 "be lost with the primary. Retry the save (a retry writes nothing twice); check the replicas' "
                 "link, or raise wait_timeout."
             )
-
-    @override
-    def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:
-        q = "|".join(f"(@scope:{{$s}} @terms:{escape(t)})" for t in query_terms(query.text))
-        params = ("PARAMS", 2, "s", self._tag(scope.app_name, scope.user_id))
-        return hits(self._r.execute_command("FT.SEARCH", self.index_name, q, *params, *TEXT_QUERY, k), True)
-
-    @override
-    def _nearest(self, scope: Scope, vector: np.ndarray, k: int) -> list[tuple[MemoryRecord, float]]:
-        q = f"(@scope:{{{self._tag(scope.app_name, scope.user_id)}}})=>[KNN {k} @embedding $vec AS vscore]"
-        vec = vector.astype("float32").tobytes()
-        return hits(self._r.execute_command("FT.SEARCH", self.index_name, q, "PARAMS", 2, "vec", vec, *KNN_QUERY, k))
-
-    @override
-    def _session_rows(self, scope: Scope, session_ids: Sequence[str]) -> Sessions:
-        return by_session(
-            session_records(self._r, self.index_name, self._tag(scope.app_name, scope.user_id), session_ids)
-        )
-
-    @override
-    def _remove(self, scope: Scope, ids: Sequence[str] | None, session_id: str | None) -> int:
-        members, n, cursor = self._set(scope), 0, b"0"
-        if ids is not None:
-            keys = [f"{self.ns}m:{i}" for i in ids]
-            for i in range(0, len(keys), ERASE_BATCH):
-                n += self._erase(keys=[members, *keys[i : i + ERASE_BATCH]], args=[0, 0, ""])[1]
-            return n
-        while True:
-            cursor, gone = self._erase(keys=[members], args=[cursor, ERASE_BATCH, session_id or ""])
-            n += gone
-            if cursor == b"0":
-                return n
-
-    @override
-    def _count(self, scope: Scope) -> int:
-        return int(self._r.scard(self._set(scope)))
-
-    @override
-    def _page(self, scope: Scope, cursor: Any, size: int) -> Page:
-        # SSCAN may return a key twice (while the set is rehashed): ``seen`` keeps each record once.
-        position, seen = cursor or (0, set())
-        position, keys = self._r.sscan(self._set(scope), position, count=size)
-        keys = [key for key in keys if key not in seen]
-        seen.update(keys)
-        with self._r.pipeline(transaction=False) as pipe:
-            for key in keys:
-                pipe.hget(key, "doc")
-            docs = pipe.execute()
-        records = [parse_record(d) for d in docs if d is not None]
-        return records, ((position, seen) if position else None)
 
     @override
     def _scopes(self) -> list[tuple[str, str, int]]:

@@ -13,7 +13,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ...core.erasures import Erasure
 from ...core.scope import safe_name, scope_key
+from ...core.windows import Ask
 from ...records import MemoryRecord, parse_record
 
 START_HINT = "Run Redis Stack (image redis/redis-stack-server), or start redis-server with --loadmodule redisearch.so."
@@ -27,7 +29,13 @@ ERASE_BATCH = 500
 INDEX_ON = ("ON", "HASH", "STOPWORDS", 0, "PREFIX", 1)
 #: Each record's session as a TAG (a digest: ``session_tag``), so one query finds a session's records.
 SESSION_FIELD = ("session", "TAG")
-SCHEMA = ("SCHEMA", "terms", "TEXT", "NOSTEM", "scope", "TAG", "timestamp", "NUMERIC", "SORTABLE", *SESSION_FIELD)
+#: Each record's place on the store's clock (``CLOCK``) when it was written: what an erasure's mark
+#: compares (``core.erasures``); a record without one was written before the store kept it.
+SAVED_FIELD = ("saved", "NUMERIC")
+SCHEMA: tuple[str, ...] = ("SCHEMA", "terms", "TEXT", "NOSTEM", "scope", "TAG", "timestamp", "NUMERIC", "SORTABLE")
+SCHEMA += (*SESSION_FIELD, *SAVED_FIELD)
+#: The field of ``ns meta`` counting the store's writes and erases: its clock (only grows).
+CLOCK = "clock"
 VECTOR = ("embedding", "VECTOR", "HNSW", 6, "TYPE", "FLOAT32", "DISTANCE_METRIC", "COSINE", "DIM")
 TEXT_QUERY = ("WITHSCORES", "SCORER", "BM25STD", "RETURN", 1, "doc", "DIALECT", 2, "LIMIT", 0)
 KNN_QUERY = ("SORTBY", "vscore", "RETURN", 2, "doc", "vscore", "DIALECT", 2, "LIMIT", 0)
@@ -39,47 +47,75 @@ SESSION_PAGE = 1000
 INDEX_KEY = "index"
 #: What RediSearch says of a missing index (FT.SEARCH, FT.INFO), and ``SAVE`` of a missing ``ns meta``.
 NO_INDEX = ("no such index", "unknown index")
-#: KEYS: ``ns meta``, the session's ledger set (or ``ns meta``), then per scope its set key and its record keys.
-#: ARGV: 1 if records carry a vector, 1 to leave out events the ledger holds, the number of event ids to mark
-#: and those ids, then per scope its tag and record count, then per record its event id, doc, terms,
-#: timestamp, session tag [and embedding]. Leaving out inside the script: no erase can slip between a check and a write.
+#: KEYS: ``ns meta``, the session's ledger set (or ``ns meta``), then per scope its set key, its erasure
+#: marks' key and its record keys. ARGV: 1 if records carry a vector, 1 to leave out events the ledger holds,
+#: the number of event ids to mark and those ids, then per scope its tag and record count, then per record
+#: its event id, doc, terms, timestamp, session tag [and embedding]. Leaving out inside the script: no erase
+#: can slip between a check and a write. A record stored exactly so (doc, terms, vector) is not written again
+#: (a second import writes nothing), unless an erase of its scope is under way (a write after its start keeps
+#: it). Each record written is stamped ``saved`` with the store's clock (``CLOCK``, moved once a script).
 SAVE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('no such index: the store is not prepared') end
 local function sadd(key, list, from, to)
   for i = from, to, 500 do redis.call('SADD', key, unpack(list, i, math.min(i + 499, to))) end
 end
 local vec, new, marks = ARGV[1] == '1', ARGV[2] == '1', tonumber(ARGV[3])
-local k, a = 3, 4 + marks
+local k, a, now = 3, 4 + marks, nil
 while k <= #KEYS do
   local tag, count, kept = ARGV[a], tonumber(ARGV[a + 1]), {}
+  local erasing = redis.call('EXISTS', KEYS[k + 1]) == 1
   a = a + 2
-  for i = k + 1, k + count do
+  for i = k + 2, k + 1 + count do
     if not (new and redis.call('SISMEMBER', KEYS[2], ARGV[a]) == 1) then
-      redis.call('HSET', KEYS[i], 'doc', ARGV[a + 1], 'terms', ARGV[a + 2], 'scope', tag, 'timestamp', ARGV[a + 3],
-        'session', ARGV[a + 4])
-      if vec then redis.call('HSET', KEYS[i], 'embedding', ARGV[a + 5]) end
-      kept[#kept + 1] = KEYS[i]
+      local same = false
+      if not erasing then
+        local have = redis.call('HMGET', KEYS[i], 'doc', 'terms', 'embedding')
+        same = have[1] == ARGV[a + 1] and have[2] == ARGV[a + 2] and (not vec or have[3] == ARGV[a + 5])
+      end
+      if not same then
+        now = now or redis.call('HINCRBY', KEYS[1], 'clock', 1)
+        redis.call('HSET', KEYS[i], 'doc', ARGV[a + 1], 'terms', ARGV[a + 2], 'scope', tag, 'timestamp',
+          ARGV[a + 3], 'session', ARGV[a + 4], 'saved', now)
+        if vec then redis.call('HSET', KEYS[i], 'embedding', ARGV[a + 5]) end
+        kept[#kept + 1] = KEYS[i]
+      end
     end
     a = a + (vec and 6 or 5)
   end
   if #kept > 0 then sadd(KEYS[k], kept, 1, #kept) end
-  k = k + count + 1
+  k = k + count + 2
 end
 if marks > 0 then sadd(KEYS[2], ARGV, 4, 3 + marks) end
 """
 #: KEYS: a scope's set, then the record keys to erase (none: one SSCAN page of the set). ARGV: the SSCAN
-#: cursor and page size, and a session id ('': any). Erases those of the keys in the set (of that session)
-#: at once; returns {the next cursor ('0': done), how many went}.
+#: cursor and page size, a session id ('': any), and the store's clock at an erase's start ('': none). Erases
+#: those of the keys in the set (of that session, saved at or before that time) at once; returns {the next
+#: cursor ('0': done), how many went}.
 ERASE = """
-local page, n, sid = {'0', {unpack(KEYS, 2)}}, 0, ARGV[3]
+local page, n, sid, before = {'0', {unpack(KEYS, 2)}}, 0, ARGV[3], tonumber(ARGV[4])
 if #page[2] == 0 then page = redis.call('SSCAN', KEYS[1], ARGV[1], 'COUNT', ARGV[2]) end
 for _, key in ipairs(page[2]) do
-  local doc = sid ~= '' and redis.call('HGET', key, 'doc')
-  if (sid == '' or doc and cjson.decode(doc).session_id == sid) and redis.call('SREM', KEYS[1], key) == 1 then
+  local have = redis.call('HMGET', key, 'doc', 'saved')
+  local old = not before or not have[2] or tonumber(have[2]) <= before
+  local ours = sid == '' or have[1] and cjson.decode(have[1]).session_id == sid
+  if old and ours and redis.call('SREM', KEYS[1], key) == 1 then
     redis.call('DEL', key); n = n + 1
   end
 end
 return {page[1], n}
+"""
+#: KEYS: ``ns meta``, a scope's erasure marks (a hash: mark -> clock), ``ns erasing`` (the tags of scopes with
+#: marks). ARGV: the mark, the scope's tag. Moves the clock and writes the mark at it; returns the clock.
+MARK = """
+local now = redis.call('HINCRBY', KEYS[1], 'clock', 1)
+redis.call('HSET', KEYS[2], ARGV[1], now)
+redis.call('SADD', KEYS[3], ARGV[2])
+return now
+"""
+#: KEYS: a scope's erasure marks, ``ns erasing``. ARGV: the mark, the scope's tag. Removes the mark.
+UNMARK = """
+redis.call('HDEL', KEYS[1], ARGV[1])
+if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SREM', KEYS[2], ARGV[2]) end
 """
 
 
@@ -105,14 +141,33 @@ def session_tag(session_id: str) -> str:
     return scope_key("session", session_id)
 
 
-def session_records(r: Any, index: str, scope_tag: str, session_ids: Sequence[str]) -> list[MemoryRecord]:
+def visible(marks: dict[bytes, bytes]) -> tuple[str, tuple[str, ...]]:
+    """What a query ANDs to leave out what a scope's erasure marks cover (``marks``: ``HGETALL`` of its
+    marks' key, each mark's ``Erasure.spec`` and clock), and the clause's PARAMS: a record is visible
+    when it was saved after a mark's start, or is of another session than a session's erase."""
+    parts, params = [], []
+    for i, (spec, before) in enumerate(sorted(marks.items())):
+        after = f"@saved:[({float(before)!r} +inf]"
+        sid = Erasure.of(spec.decode(), float(before)).session_id
+        if sid is None:
+            parts.append(after)
+        else:
+            parts.append(f"(-@session:{{$e{i}}} | {after})")
+            params += [f"e{i}", session_tag(sid)]
+    return " ".join(parts), tuple(params)
+
+
+def session_records(
+    r: Any, index: str, scope_tag: str, session_ids: Sequence[str], hide: tuple[str, tuple[str, ...]] = ("", ())
+) -> list[MemoryRecord]:
     """The records of ``session_ids`` in scope ``scope_tag``: one ``FT.SEARCH`` by their ``session``
     tags (every tag a parameter: nothing of an id is query syntax), a page of ``SESSION_PAGE`` at a
-    time, one round trip for most; only records of those sessions (never trust a digest)."""
+    time, one round trip for most; only records of those sessions (never trust a digest); ``hide``:
+    a clause of ``visible``."""
     names = [f"q{i}" for i in range(len(session_ids))]
-    query = f"@scope:{{$s}} @session:{{{' | '.join('$' + n for n in names)}}}"
+    query = f"@scope:{{$s}} @session:{{{' | '.join('$' + n for n in names)}}} {hide[0]}".rstrip()
     values = [v for n, sid in zip(names, session_ids, strict=True) for v in (n, session_tag(sid))]
-    params = ("PARAMS", 2 + len(values), "s", scope_tag, *values)
+    params = ("PARAMS", 2 + len(values) + len(hide[1]), "s", scope_tag, *values, *hide[1])
     found: list[MemoryRecord] = []
     while True:
         reply = r.execute_command("FT.SEARCH", index, query, *params, *SESSION_QUERY, len(found), SESSION_PAGE)
@@ -120,6 +175,32 @@ def session_records(r: Any, index: str, scope_tag: str, session_ids: Sequence[st
         found += page
         if len(page) < SESSION_PAGE:
             return [rec for rec in found if rec.session_id in session_ids]
+
+
+#: The spans of time (seconds) a window read looks in, narrowest first: RediSearch walks every record
+#: its query matches before it sorts, so a read of a 10,000-turn session's whole past cost ~1.5 ms;
+#: within an hour it walks the turns of that hour. A read that finds fewer than it asks for looks again
+#: in the next span (the last one: all of the session).
+WINDOW_SPANS = (600.0, 86_400.0, float("inf"))
+
+
+def window_query(scope_tag: str, ask: Ask, span: float, hide: tuple[str, tuple[str, ...]]) -> tuple[Any, ...]:
+    """``FT.SEARCH``'s arguments after the index for one ``core.windows.Ask`` within ``span`` seconds
+    of its time: the session's records at or before (at or after) it, nearest first, at most ``ask.limit``."""
+    if span == float("inf"):
+        far = "-inf" if ask.before else "+inf"
+    else:
+        far = repr(ask.at - span) if ask.before else repr(ask.at + span)
+    low, high = (far, repr(ask.at)) if ask.before else (repr(ask.at), far)
+    query = f"@scope:{{$s}} @session:{{$q}} @timestamp:[{low} {high}] {hide[0]}".rstrip()
+    params = ("PARAMS", 4 + len(hide[1]), "s", scope_tag, "q", session_tag(ask.session_id), *hide[1])
+    order = ("SORTBY", "timestamp", "DESC" if ask.before else "ASC", "RETURN", 1, "doc", "DIALECT", 2)
+    return (query, *params, *order, "LIMIT", 0, ask.limit)
+
+
+def docs(reply: list[Any]) -> list[MemoryRecord]:
+    """The records of an ``FT.SEARCH`` reply without scores (``RETURN 1 doc``)."""
+    return [parse_record(dict(zip(*[iter(fields)] * 2, strict=True))[b"doc"]) for fields in reply[2::2]]
 
 
 #: One key segment: what an index name becomes in a key.

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ...retrieval.text import index_terms
-from .scripts import SESSION_FIELD, session_tag
+from .scripts import SAVED_FIELD, SESSION_FIELD, session_tag
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -39,6 +39,8 @@ for i, k in ipairs(KEYS) do if redis.call('EXISTS', k) == 1 then redis.call('HSE
 REDIS_BATCH = 500
 #: The field of ``ns meta`` saying every record carries its session tag.
 SESSIONS_KEY = "sessions"
+#: The field of ``ns meta`` saying the index has ``SAVED_FIELD``.
+SAVED_KEY = "saved_field"
 
 
 def redis_v1(r: Redis, ns: str) -> bool:
@@ -81,3 +83,17 @@ def _records(r: Redis, ns: str) -> Iterator[tuple[list[bytes], list[bytes | None
             for key in batch:
                 pipe.hget(key, "doc")
             yield batch, pipe.execute()
+
+
+def redis_saved(r: Redis, ns: str, index: str, *, empty: bool) -> None:
+    """The index told of ``SAVED_FIELD`` (an erase's mark compares it; ``erasing``), unless ``ns meta``
+    says it was; records written before have none, and count as older than any erase."""
+    if r.hget(f"{ns}meta", SAVED_KEY) is not None:
+        return
+    if not empty:
+        try:
+            r.execute_command("FT.ALTER", index, "SCHEMA", "ADD", *SAVED_FIELD)
+        except Exception as exc:  # made with the field, or by another process
+            if "duplicate" not in str(exc).lower():
+                raise
+    r.hset(f"{ns}meta", SAVED_KEY, "1")
