@@ -65,7 +65,7 @@ async def test_a_second_import_of_an_export_writes_nothing(
     provider_id: str,  # noqa: F811
     open_memory: Callable[..., LongTermMemory],  # noqa: F811
 ):
-    source = open_memory()
+    source = open_memory(app_name="app")  # the memory's own index is the one the sessions live in
     try:
         for s in _sessions():
             await source.add_session_to_memory(s)
@@ -75,7 +75,7 @@ async def test_a_second_import_of_an_export_writes_nothing(
         await engine.delete(SCOPE)  # the store the export is restored into holds none of it
     finally:
         await source.close()
-    target = open_memory()
+    target = open_memory(app_name="app")
     try:
         await target.upsert_records(exported[:1])  # opened, prepared and written once
         engine = target.backend_instance
