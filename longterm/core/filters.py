@@ -6,7 +6,7 @@ malformed one with an ``InvalidInputError`` naming it; ``matches(filter, record)
 reference evaluation every engine's translation is held to (the contract's hypothesis test
 compares them); ``FIELDS`` are the record's own fields a filter may name.
 
-The syntax (docs/filters.md has it as a table):
+The syntax:
 
 - ``{"topic": "travel"}``: equality; several keys are all required.
 - Operators: ``{"n": {"$gt": 3}}`` with ``$eq $ne $in $nin $gt $gte $lt $lte $exists``.
@@ -88,7 +88,7 @@ Filter = Cond | All | Any_ | Not
 
 
 def _bad(where: str, why: str) -> InvalidInputError:
-    return InvalidInputError(f"filters{where}: {why} (see docs/filters.md for the syntax).")
+    return InvalidInputError(f"filters{where}: {why} (the syntax: longterm.core.filters).")
 
 
 def _scalar(value: Any, where: str, field: str | None) -> Scalar:
