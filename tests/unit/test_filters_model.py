@@ -1,4 +1,4 @@
-"""The filter model (``core.filters``): its syntax read once, its semantics as docs/filters.md
+"""The filter model (``core.filters``): its syntax read once, its semantics as its docstring
 writes them; every engine's translation is held to ``matches``, so these pin what it means."""
 
 from __future__ import annotations
