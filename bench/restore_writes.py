@@ -20,7 +20,6 @@ import asyncio
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from rich.table import Table
 
 from longterm import LongTermMemory
 from longterm.records import MemoryRecord, record_id
+from tests.backends.writes import write_counter
 
 APP, USER = "bench", "restorer"
 ENGINES = ("local", "qdrant-edge", "qdrant-local", "redis", "opensearch")
@@ -57,38 +57,11 @@ def export(n: int) -> list[MemoryRecord]:
     ]
 
 
-def counter(name: str, engine: Any) -> Callable[[], int]:
-    """The engine's writes so far (see the module docstring)."""
-    if name == "redis":
-        return lambda: int(engine._r.info("persistence")["rdb_changes_since_last_save"])
-    if name == "local":
-        return lambda: int(engine._conn.total_changes)
-    sent = [0]
-    if name == "opensearch":
-        bulk = engine.client.bulk
-
-        def counted_bulk(body: bytes, **kw: Any) -> Any:
-            sent[0] += body.count(f'"_index": "{engine.index}"'.encode())
-            return bulk(body=body, **kw)
-
-        engine.client.bulk = counted_bulk
-    else:
-        points = engine._points
-
-        def counted_points(records: Any, vectors: Any) -> Any:
-            made = list(points(records, vectors))
-            sent[0] += len(made)
-            return iter(made)
-
-        engine._points = counted_points
-    return lambda: sent[0]
-
-
 async def run(name: str, backend: str, config: dict[str, Any], records: list[MemoryRecord]) -> list[list[str]]:
     rows = []
     async with LongTermMemory(backend=backend, backend_config=config, app_name=APP) as memory:
         await memory.count(app_name=APP, user_id=USER)  # opened and prepared
-        writes = counter(name, memory.backend_instance)
+        writes = write_counter(memory.backend_instance, name)
         for attempt in ("first", "second"):
             before, t = writes(), time.perf_counter()
             for i in range(0, len(records), 500):

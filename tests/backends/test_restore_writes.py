@@ -6,7 +6,8 @@ import into a new store writes them all; the second finds each one stored exactl
 none. What counts as a write is each engine's own: Redis the server's change counter
 (``INFO persistence``: ``rdb_changes_since_last_save``), OpenSearch the documents sent in bulk
 requests to the data index, Qdrant the points built for an upsert, the local store SQLite's
-``total_changes``. On the previous main a second import into Redis made 5 server writes a record.
+``total_changes`` (``tests.backends.writes``). On the previous main a second import into Redis
+made 5 server writes a record.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 
 from longterm import LongTermMemory, MemoryRecord, Scope
 from longterm.testing import make_session
+from tests.backends.writes import write_counter
 from tests.contract.conftest import backend_config, backend_name, open_memory, provider_id  # noqa: F401
 
 SCOPE = Scope(app_name="app", user_id="u1")
@@ -30,33 +32,6 @@ def _sessions() -> list[dict[str, Any]]:
         )
         for i in range(3)
     ]
-
-
-def _counter(engine: Any, which: str) -> Callable[[], int]:
-    """Writes so far on ``engine``'s store, as the engine counts them (see the module docstring)."""
-    if which == "redis":
-        return lambda: int(engine._r.info("persistence")["rdb_changes_since_last_save"])
-    if which == "local":
-        return lambda: int(engine._conn.total_changes)
-    sent = [0]
-    if which == "opensearch":
-        bulk = engine.client.bulk
-
-        def counted_bulk(body: bytes, **kw: Any) -> Any:
-            sent[0] += body.count(f'"_index": "{engine.index}"'.encode())
-            return bulk(body=body, **kw)
-
-        engine.client.bulk = counted_bulk
-    else:  # qdrant: the points an upsert builds
-        points = engine._points
-
-        def counted_points(records: Any, vectors: Any) -> Any:
-            made = list(points(records, vectors))
-            sent[0] += len(made)
-            return iter(made)
-
-        engine._points = counted_points
-    return lambda: sent[0]
 
 
 @pytest.mark.asyncio
@@ -79,7 +54,7 @@ async def test_a_second_import_of_an_export_writes_nothing(
     try:
         await target.upsert_records(exported[:1])  # opened, prepared and written once
         engine = target.backend_instance
-        writes = _counter(engine, provider_id)
+        writes = write_counter(engine, provider_id)
         before = writes()
         await target.upsert_records(exported)
         first = writes() - before
