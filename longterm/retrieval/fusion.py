@@ -7,6 +7,9 @@ first. Two methods:
 On LoCoMo (bench/locomo.py) a weak dense arm fused by plain RRF ranks *worse* than full
 text alone, while convex fusion with full text weighted 0.7 gains on both hit@5 and MRR,
 so hybrid backends default to convex with those weights; both stay configurable.
+Ties are broken by id, never by the order an engine listed equal scores in (which an
+engine does not keep from one query to the next): the same store and query give the
+same hits, whichever way they were read.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ def rrf(
         for rank, id_ in enumerate(ids, start=1):
             scores[id_] = scores.get(id_, 0.0) + w / (k + rank)
             ranks.setdefault(id_, {})[arm] = rank
-    order = sorted(scores, key=lambda i: (-scores[i], min(ranks[i].values())))
+    order = sorted(scores, key=lambda i: (-scores[i], min(ranks[i].values()), str(i)))
     return [(i, scores[i], ranks[i]) for i in order]
 
 
@@ -63,7 +66,7 @@ def convex(
             norm = (s - lo) / (hi - lo) if hi > lo else 1.0
             fused[id_] = fused.get(id_, 0.0) + w * norm
             raw.setdefault(id_, {})[arm] = s
-    order = sorted(fused, key=lambda i: -fused[i])
+    order = sorted(fused, key=lambda i: (-fused[i], str(i)))
     return [(i, fused[i], raw[i]) for i in order]
 
 
