@@ -35,6 +35,9 @@ class Capabilities:
     marks_erasures: bool = False
     """An erase of a scope or a session is not one step: it marks its intent first, every read
     hides what the mark covers, and a crashed erase is finished later (``core.erasures``)."""
+    filters_exact: bool = False
+    """The engine applies a whole filter itself (``where.filter``, not only its ``native`` tree), so
+    what it returns needs no second look; otherwise the core checks ``Where.admits`` and reads deeper."""
 
 
 FLAGS = tuple(f.name for f in fields(Capabilities))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from typing_extensions import Unpack
@@ -45,8 +46,9 @@ from .ledger import SideLedger
 from .neighbours import SessionReads
 from .runner import Hooks, Label, Runner
 from .saving import Saving, Writes
-from .searching import Query, Reads, Searching
+from .searching import Query, Reads, Scored, Searching
 from .selection import Cursor, Page, page_by_time, sorted_page, unsaved
+from .where import Where
 
 if TYPE_CHECKING:
     import numpy as np
@@ -79,6 +81,7 @@ class Engine(SessionReads, ErasureMarks):
     native_hybrid: ClassVar[bool] = False
     purges: ClassVar[bool] = False
     marks_erasures: ClassVar[bool] = False
+    filters_exact: ClassVar[bool] = False
     #: What ``purge`` says for an engine that has nothing for it to do.
     purge_note: ClassVar[str] = "nothing to compact: this engine keeps no copy of what an erase deleted"
     side_ledger: SideLedger | None = None
@@ -112,7 +115,13 @@ class Engine(SessionReads, ErasureMarks):
         self.saving = Saving(self.runner, self.embedding, writes, atomic=caps.atomic_save, limit=max_record_bytes)
         reads = Reads(self._read, self._fulltext, self._nearest, self._search)
         self.searching = Searching(
-            self.runner, self.embedding, self.hybrid, reads, native=caps.native_hybrid, text_arm=self.text_arm
+            self.runner,
+            self.embedding,
+            self.hybrid,
+            reads,
+            native=caps.native_hybrid,
+            text_arm=self.text_arm,
+            filters_exact=caps.filters_exact,
         )
         self.erasing = self._erasing() if caps.marks_erasures else None  # erases in marked steps
 
@@ -155,32 +164,40 @@ class Engine(SessionReads, ErasureMarks):
         script). ``new_only``: leave out records of events the ledger holds, read in that step."""
         raise NotImplementedError(f"{type(self).__name__} declares atomic_save: it implements _commit")
 
-    def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:
-        """The scope's ``k`` best records for ``query.terms`` (BM25), best first."""
+    def _fulltext(self, scope: Scope, query: Query, k: int, where: Where | None = None) -> Scored:
+        """The scope's ``k`` best records for ``query.terms`` (BM25), best first; with ``where``, of
+        the records its ``native`` tree passes (``core.where``), applied before the cut."""
         raise NotImplementedError
 
-    def _nearest(self, scope: Scope, vector: np.ndarray, k: int) -> list[tuple[MemoryRecord, float]]:
-        """The scope's ``k`` records nearest to ``vector`` (cosine), best first."""
+    def _nearest(self, scope: Scope, vector: np.ndarray, k: int, where: Where | None = None) -> Scored:
+        """The scope's ``k`` records nearest to ``vector`` (cosine), best first (``where`` as ``_fulltext``)."""
         raise BackendError(f"the {self.name} engine has no vector search.")
 
-    def _search(self, scope: Scope, query: Query, vector: np.ndarray | None, k: int, degraded: str | None) -> list[Hit]:
-        """With ``native_hybrid``: the scope's ``k`` best hits, both arms fused by the engine."""
+    def _search(
+        self, scope: Scope, query: Query, vector: np.ndarray | None, k: int, degraded: str | None, where: Where | None
+    ) -> list[Hit]:
+        """With ``native_hybrid``: the scope's ``k`` best hits, both arms fused by the engine (``where``
+        as ``_fulltext``)."""
         raise NotImplementedError(f"{type(self).__name__} declares native_hybrid: it implements _search")
 
     def _remove(self, scope: Scope, ids: Ids | None, session_id: str | None) -> int:
         """Delete the scope's ``ids``, else ``session_id``'s, else all; how many went (never half-reported)."""
         raise NotImplementedError
 
-    def _count(self, scope: Scope) -> int:
+    def _count(self, scope: Scope, where: Where | None = None) -> int:
+        """How many records of ``scope`` pass ``where``'s ``native`` tree (all without it)."""
         raise NotImplementedError
 
-    def _page(self, scope: Scope, cursor: Cursor, size: int) -> Page:
-        """A page from ``cursor`` (None: the start) and the next (None: done); each record once, any order."""
+    def _page(self, scope: Scope, cursor: Cursor, size: int, where: Where | None = None) -> Page:
+        """A page from ``cursor`` (None: the start) and the next (None: done); each record once, any
+        order; with ``where``, only records its ``native`` tree passes."""
         raise NotImplementedError
 
-    def _page_by_time(self, scope: Scope, cursor: Cursor, size: int, newest_first: bool) -> Page:
+    def _page_by_time(
+        self, scope: Scope, cursor: Cursor, size: int, newest_first: bool, where: Where | None = None
+    ) -> Page:
         """``_page`` by time, the next cursor JSON-able; this default reads the scope and sorts it."""
-        return page_by_time(self._page, scope, cursor, size, newest_first)
+        return page_by_time(partial(self._page, where=where), scope, cursor, size, newest_first)
 
     def _scopes(self) -> list[tuple[str, str, int]]:
         """(app, user, count) of every scope of this index holding a record (``stats``, ``migrate``)."""
@@ -291,10 +308,11 @@ class Engine(SessionReads, ErasureMarks):
         or the user erased them, since the caller read it): a stale plan never brings one back."""
         await self.saving.save(records, scope, session_id, event_ids, new_only)
 
-    async def search(self, scope: Scope, query: str, top_k: int) -> list[Hit]:
-        """The scope's records best matching ``query``, best first, at most ``top_k`` (``core.searching``)."""
+    async def search(self, scope: Scope, query: str, top_k: int, *, where: Where | None = None) -> list[Hit]:
+        """The scope's records best matching ``query``, best first, at most ``top_k`` (``core.searching``);
+        with ``where`` (``core.where``), the best of those that pass it: filtered before the cut."""
         terms = query_terms(query, stem=False)
-        return await self.searching.search(scope, Query(query, terms), top_k) if terms else []
+        return await self.searching.search(scope, Query(query, terms), top_k, where) if terms else []
 
     async def delete(self, scope: Scope, ids: Sequence[str] | None = None, *, session_id: str | None = None) -> int:
         """Delete ``ids``, else one session's records, else every record of ``scope``; how many."""
@@ -303,24 +321,42 @@ class Engine(SessionReads, ErasureMarks):
             return await self._run("deleting memories", self.erasing.erase, scope, session_id)
         return await self._run("deleting memories", self._remove, scope, id_list, session_id)
 
-    async def count(self, scope: Scope) -> int:
-        return await self._read("counting memories", self._count, scope)
+    async def count(self, scope: Scope, *, where: Where | None = None) -> int:
+        """How many records of ``scope`` (that pass ``where``)."""
+        if where is not None and not (where.exact or capabilities(self).filters_exact):
+            return sum([1 async for _ in self.scan(scope, where=where)])
+        return await self._read("counting memories", partial(self._count, scope, where=where))
 
-    async def scan(self, scope: Scope, batch_size: int = 500) -> AsyncIterator[MemoryRecord]:
-        """Every record of ``scope``, each exactly once."""
+    async def scan(
+        self, scope: Scope, batch_size: int = 500, *, where: Where | None = None
+    ) -> AsyncIterator[MemoryRecord]:
+        """Every record of ``scope`` (that passes ``where``), each exactly once."""
         cursor: Cursor = None
         while True:
-            records, cursor = await self._read("reading memories", self._page, scope, cursor, batch_size)
+            page = partial(self._page, scope, cursor, batch_size, where=where)
+            records, cursor = await self._read("reading memories", page)
             for rec in records:
-                yield rec
+                if where is None or capabilities(self).filters_exact or where.admits(rec):
+                    yield rec
             if cursor is None:
                 return
 
     async def page_by_time(
-        self, scope: Scope, cursor: Cursor = None, size: int = 100, *, newest_first: bool = True
+        self,
+        scope: Scope,
+        cursor: Cursor = None,
+        size: int = 100,
+        *,
+        newest_first: bool = True,
+        where: Where | None = None,
     ) -> Page:
-        """One page of ``scope`` by time and the next page's cursor (``_page_by_time``)."""
-        return await self._read("reading memories", self._page_by_time, scope, cursor, size, newest_first)
+        """One page of ``scope`` by time and the next page's cursor (``_page_by_time``); with ``where``,
+        of the records that pass it (a page may then be short; the cursor says whether more follow)."""
+        page = partial(self._page_by_time, scope, cursor, size, newest_first, where=where)
+        records, after = await self._read("reading memories", page)
+        if where is not None and not (where.exact or capabilities(self).filters_exact):
+            records = [r for r in records if where.admits(r)]
+        return records, after
 
     async def scopes(self) -> list[tuple[str, str, int]]:
         """(app, user, count) of every scope of this index with records (``_scopes``)."""

@@ -40,6 +40,7 @@ from ..records import Hit, MemoryRecord, Scope
 from ..retrieval.text import query_terms
 from .searching import Query, Searching
 from .selection import Cursor, Page
+from .where import Where
 
 T = TypeVar("T")
 
@@ -86,7 +87,14 @@ class Lending(Protocol):
     """``search_lending``: a search and the neighbours of the hits ``pick`` chooses, in one read."""
 
     async def __call__(
-        self, scope: Scope, query: str, top_k: int, pick: Callable[[list[Hit]], list[MemoryRecord]], n: int
+        self,
+        scope: Scope,
+        query: str,
+        top_k: int,
+        pick: Callable[[list[Hit]], list[MemoryRecord]],
+        n: int,
+        *,
+        where: Where | None = None,
     ) -> tuple[list[Hit], list[Around] | None]: ...
 
 
@@ -117,7 +125,14 @@ class SessionReads:
         return await self._read("reading neighbours", self._around, scope, list(anchors), before, after)
 
     async def search_lending(
-        self, scope: Scope, query: str, top_k: int, pick: Callable[[list[Hit]], list[MemoryRecord]], n: int
+        self,
+        scope: Scope,
+        query: str,
+        top_k: int,
+        pick: Callable[[list[Hit]], list[MemoryRecord]],
+        n: int,
+        *,
+        where: Where | None = None,
     ) -> tuple[list[Hit], list[Around] | None]:
         """What ``search`` answers, and ``neighbours(scope, pick(hits), n, n)`` of its hits (aligned
         with ``pick(hits)``), read in the same call on the engine's thread: one hop, not two
@@ -129,7 +144,8 @@ class SessionReads:
         terms = query_terms(query, stem=False)
         if not terms:
             return [], []
-        return await self.searching.search_then(scope, Query(query, terms), top_k, partial(self._lent, scope, pick, n))
+        lend = partial(self._lent, scope, pick, n)
+        return await self.searching.search_then(scope, Query(query, terms), top_k, lend, where)
 
     def _lent(
         self, scope: Scope, pick: Callable[[list[Hit]], list[MemoryRecord]], n: int, hits: list[Hit]

@@ -30,6 +30,7 @@ from ..records import Hit, MemoryRecord, Scope
 from ..retrieval.hybrid import Hybrid
 from .embedding import Embedding
 from .runner import Hook, Runner
+from .where import Where, deeper
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,6 +39,7 @@ log = logging.getLogger(__name__)
 
 Scored: TypeAlias = "list[tuple[MemoryRecord, float]]"
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -59,35 +61,59 @@ class Reads(NamedTuple):
     """The engine's read primitives (bound methods; see ``core.engine``)."""
 
     read: Read
-    fulltext: Callable[[Scope, Query, int], Scored]
-    nearest: Callable[[Scope, np.ndarray, int], Scored]
-    native: Callable[[Scope, Query, np.ndarray | None, int, str | None], list[Hit]]
+    fulltext: Callable[..., Scored]
+    nearest: Callable[..., Scored]
+    native: Callable[..., list[Hit]]
 
 
 def _nothing(_hits: list[Hit]) -> None:
     """``search``'s ``then``: nothing read after the hits."""
 
 
+def _first(row: tuple[MemoryRecord, float]) -> MemoryRecord:
+    return row[0]
+
+
+def _record(hit: Hit) -> MemoryRecord:
+    return hit.record
+
+
 class Searching:
     """An engine's searches (see the module docstring)."""
 
     def __init__(
-        self, runner: Runner, embedding: Embedding, hybrid: Hybrid, reads: Reads, *, native: bool, text_arm: str
+        self,
+        runner: Runner,
+        embedding: Embedding,
+        hybrid: Hybrid,
+        reads: Reads,
+        *,
+        native: bool,
+        text_arm: str,
+        filters_exact: bool = False,
     ) -> None:
         self.native = native
+        self.filters_exact = filters_exact
+        """The engine applies a whole filter itself (``core.capabilities``): no second look."""
         """``native_hybrid``: the engine fuses both arms in its ``_search``."""
         self.text_arm = text_arm
         self._runner, self._embedding, self._hybrid = runner, embedding, hybrid
         self._read, self._fulltext = Hook(reads.read), Hook(reads.fulltext)
         self._nearest, self._native = Hook(reads.nearest), Hook(reads.native)
 
-    async def search(self, scope: Scope, q: Query, top_k: int) -> list[Hit]:
-        """The scope's records best matching ``q`` (terms found, at least one), best first, at most ``top_k``."""
-        hits, _ = await self.search_then(scope, q, top_k, _nothing)
+    async def search(self, scope: Scope, q: Query, top_k: int, where: Where | None = None) -> list[Hit]:
+        """The scope's records best matching ``q`` (terms found, at least one), best first, at most
+        ``top_k``; with ``where``, of those that pass it (filtered before the cut: ``core.where``)."""
+        hits, _ = await self.search_then(scope, q, top_k, _nothing, where)
         return hits
 
+    def _deeper(
+        self, fetch: Callable[[int], list[R]], k: int, where: Where | None, record: Callable[[R], MemoryRecord]
+    ) -> list[R]:
+        return deeper(fetch, k, where, record, exact=self.filters_exact)
+
     async def search_then(
-        self, scope: Scope, q: Query, top_k: int, then: Callable[[list[Hit]], T]
+        self, scope: Scope, q: Query, top_k: int, then: Callable[[list[Hit]], T], where: Where | None = None
     ) -> tuple[list[Hit], T | None]:
         """``search``, and ``then(hits)`` run right after it in the same read on the engine's
         thread: what a search reads next (its hits' neighbours) costs no second hop. One
@@ -105,16 +131,23 @@ class Searching:
             extra = {"degraded": embedding.vectors_off} if embedding.vectors_off else {}
 
             def found() -> tuple[list[Hit], T | None]:
-                rows = self._fulltext(scope, q, top_k)
+                rows = self._deeper(lambda n: self._fulltext(scope, q, n, where=where), top_k, where, _first)
                 hits = [Hit(record=rec, score=s, arms={self.text_arm: s}, extra=extra) for rec, s in rows[:top_k]]
                 return hits, after(hits)
 
         else:
             vector, degraded = await embedding.query(q.text)
-            arms = self._native if self.native else self.both_arms
 
             def found() -> tuple[list[Hit], T | None]:
-                hits = arms(scope, q, vector, top_k, degraded)
+                if self.native:
+                    native = self._native
+
+                    def fetch(n: int) -> list[Hit]:
+                        return native(scope, q, vector, n, degraded, where=where)
+
+                    hits = self._deeper(fetch, top_k, where, _record)
+                else:
+                    hits = self.both_arms(scope, q, vector, top_k, degraded, where)
                 return hits, after(hits)
 
         try:
@@ -123,14 +156,23 @@ class Searching:
             gone.set()
             raise
 
-    def both_arms(self, scope: Scope, query: Query, vector: np.ndarray | None, k: int, why: str | None) -> list[Hit]:
+    def both_arms(
+        self,
+        scope: Scope,
+        query: Query,
+        vector: np.ndarray | None,
+        k: int,
+        why: str | None,
+        where: Where | None = None,
+    ) -> list[Hit]:
         """On a worker: full text and vectors, fused here (also for a native engine that fuses only
-        some ways, as Qdrant does RRF only)."""
+        some ways, as Qdrant does RRF only); with ``where``, each arm's best that pass it."""
         depth = self._hybrid.depth(k)
-        text, near = self._fulltext(scope, query, depth), []
+        text = self._deeper(lambda n: self._fulltext(scope, query, n, where=where), depth, where, _first)
+        near: Scored = []
         if vector is not None:
             try:
-                near = self._nearest(scope, vector, depth)
+                near = self._deeper(lambda n: self._nearest(scope, vector, n, where=where), depth, where, _first)
             except Exception as exc:  # degrade visibly: full text still answers
                 err, _ = self._runner.translate(exc, "searching by vector")
                 why = f"vector search failed ({err}); results are full text only"
