@@ -90,8 +90,9 @@ class MemoryPort(Protocol):
         top_k: int | None = None,
         kind: SearchKind = "all",
         min_score: float | None = None,
+        filters: Mapping[str, Any] | None = None,
     ) -> SearchMemoryResponse:
-        """The memories of (app, user) that best match ``query``, best first."""
+        """The memories of (app, user) that best match ``query`` (and pass ``filters``), best first."""
 
     async def search_hits(
         self,
@@ -101,8 +102,9 @@ class MemoryPort(Protocol):
         *,
         kind: SearchKind = "all",
         min_score: float | None = None,
+        filters: Mapping[str, Any] | None = None,
     ) -> list[Hit]:
-        """The scope's best hits for ``query``, scored on the core's one scale."""
+        """The scope's best hits for ``query`` (that pass ``filters``), scored on the core's one scale."""
 
     async def delete_memory(
         self, *, app_name: str, user_id: str, memory_id: str | None = None, session_id: str | None = None
@@ -112,11 +114,13 @@ class MemoryPort(Protocol):
     async def get_user_profile(self, user_id: str | None = None, *, app_name: str | None = None) -> str:
         """The user's current facts as a compact list ("" when facts are off)."""
 
-    def iter_records(self, *, app_name: str, user_id: str) -> AsyncIterator[MemoryRecord]:
-        """Every record of (app, user)."""
+    def iter_records(
+        self, *, app_name: str, user_id: str, filters: Mapping[str, Any] | None = None
+    ) -> AsyncIterator[MemoryRecord]:
+        """Every record of (app, user) (that passes ``filters``)."""
 
-    async def count(self, *, app_name: str, user_id: str) -> int:
-        """How many memories (app, user) has."""
+    async def count(self, *, app_name: str, user_id: str, filters: Mapping[str, Any] | None = None) -> int:
+        """How many memories (app, user) has (that pass ``filters``)."""
 
     def unsaved_events(self) -> int:
         """Events automatic saving has seen and not saved yet."""

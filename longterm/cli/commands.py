@@ -27,6 +27,7 @@ from rich.text import Text
 from ..entries import entry_text
 from ..errors import BackendError, LongTermMemoryError
 from ..locate import locate_index
+from .filtering import filter_options, filters_of
 from .opening import (
     JSONObject,
     factory,
@@ -91,13 +92,27 @@ def demo(ctx: click.Context, path: str | None) -> None:
 @click.option("--user", "user_id", required=True)
 @click.option("-k", "--top-k", default=5, show_default=True, type=int)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@filter_options
 @click.pass_context
-def search(ctx: click.Context, query: str, app_name: str, user_id: str, top_k: int, as_json: bool) -> None:
-    """Search one user's memories (in the index holding them, unless --index)."""
+def search(
+    ctx: click.Context,
+    query: str,
+    app_name: str,
+    user_id: str,
+    top_k: int,
+    as_json: bool,
+    filter_pairs: tuple[str, ...],
+    filter_json: str | None,
+) -> None:
+    """Search one user's memories (in the index holding them, unless --index); --filter narrows
+    them before the top-k cut."""
+    filters = filters_of(filter_pairs, filter_json)
 
     async def go() -> None:
         async with with_memory(ctx, app_name, user_id, read_only=True) as memory:
-            res = await memory.search_memory(app_name=app_name, user_id=user_id, query=query, top_k=top_k)
+            res = await memory.search_memory(
+                app_name=app_name, user_id=user_id, query=query, top_k=top_k, filters=filters
+            )
         if as_json:
             dumped = [m.model_dump(mode="json", exclude_none=True) for m in res.memories]
             click.echo(json.dumps(dumped, ensure_ascii=False, indent=2))

@@ -24,6 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..errors import ConfigurationError
 from ..locate import locate_index, locate_indices
+from .filtering import filter_options, filters_of
 from .opening import factory, given_index, json_object, listed_indices, with_memory
 from .output import console, indices_phrase, safe
 
@@ -122,15 +123,24 @@ def _private_file(path: str) -> TextIO:
     default=None,
     help="File to write, readable by its owner only (0600) (default: stdout).",
 )
+@filter_options
 @click.pass_context
-def export(ctx: click.Context, app_name: str, user_id: str, output: str | None) -> None:
-    """Export one user's memories as JSON Lines (one record per line)."""
+def export(
+    ctx: click.Context,
+    app_name: str,
+    user_id: str,
+    output: str | None,
+    filter_pairs: tuple[str, ...],
+    filter_json: str | None,
+) -> None:
+    """Export one user's memories as JSON Lines (one record per line); --filter exports those that pass."""
+    filters = filters_of(filter_pairs, filter_json)
 
     async def go() -> None:
         n = 0
         async with with_memory(ctx, app_name, user_id, read_only=True) as memory:
             with _private_file(output) if output else contextlib.nullcontext(sys.stdout) as out:
-                async for rec in memory.iter_records(app_name=app_name, user_id=user_id):
+                async for rec in memory.iter_records(app_name=app_name, user_id=user_id, filters=filters):
                     out.write(rec.model_dump_json(exclude_none=True) + "\n")
                     n += 1
         if output:

@@ -12,6 +12,8 @@ What every backend promises:
   raises a ``LongTermMemoryError`` otherwise.
 - ``search``, ``count``, ``scan`` and ``delete`` touch only records of ``scope``. The scope
   goes into the engine's structured filters or escaped query syntax, never pasted raw.
+- ``where`` (``core.where``: a filter compiled once) narrows ``search``, ``count`` and ``scan``
+  to the records that pass it, applied before ``search``'s top-k cut, never after.
 - ``search`` never raises for odd query text (quotes, operators, an empty string); an
   empty or term-less query returns no hits.
 
@@ -32,6 +34,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import ClassVar, Protocol, runtime_checkable
 
 from ..records import Hit, MemoryRecord, Scope
+from .where import Where
 
 
 @runtime_checkable
@@ -41,17 +44,18 @@ class Backend(Protocol):
     async def upsert(self, records: Sequence[MemoryRecord]) -> None:
         """Insert or replace ``records`` by id; return once the engine confirmed it."""
 
-    async def search(self, scope: Scope, query: str, top_k: int) -> list[Hit]:
-        """Records of ``scope`` that match ``query``, best first, at most ``top_k``."""
+    async def search(self, scope: Scope, query: str, top_k: int, *, where: Where | None = None) -> list[Hit]:
+        """Records of ``scope`` that match ``query`` (and pass ``where``), best first, at most ``top_k``."""
 
     async def delete(self, scope: Scope, ids: Sequence[str] | None = None, *, session_id: str | None = None) -> int:
         """Delete ``ids``, else the records of ``session_id``, else every record of ``scope``; how many."""
 
-    async def count(self, scope: Scope) -> int:
-        """How many records ``scope`` has."""
+    async def count(self, scope: Scope, *, where: Where | None = None) -> int:
+        """How many records ``scope`` has (that pass ``where``)."""
 
-    def scan(self, scope: Scope, batch_size: int = 500) -> AsyncIterator[MemoryRecord]:
-        """Every record of ``scope``, each exactly once, in a stable order of the engine's choosing."""
+    def scan(self, scope: Scope, batch_size: int = 500, *, where: Where | None = None) -> AsyncIterator[MemoryRecord]:
+        """Every record of ``scope`` (that passes ``where``), each exactly once, in a stable order
+        of the engine's choosing."""
 
     async def close(self) -> None:
         """Release connections; the backend is unusable afterwards."""

@@ -100,8 +100,11 @@ def where_of(spec: Any) -> Where | None:
     if isinstance(spec, Where):
         return spec
     f = parse_filter(spec)
-    if f is None:
-        return None
+    return None if f is None else compiled(f)
+
+
+def compiled(f: Filter) -> Where:
+    """A filter tree (``core.filters``) as engines apply it."""
     return Where(f, _tree(f, wide=True), _exact(f))
 
 
@@ -293,5 +296,6 @@ __all__ = [
     "holds",
     "record_tokens",
     "token",
+    "compiled",
     "where_of",
 ]

@@ -102,13 +102,23 @@ class MemoryTools:
             str, Field(max_length=MAX_QUERY_CHARS, description="What to look for, in the user's own words.")
         ],
         top_k: Annotated[int, Field(ge=1, le=MAX_RESULTS, description="How many memories to return.")] = 5,
+        filters: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description="Only memories that pass this filter, applied before the top-k cut: "
+                "{'topic': 'travel'} (metadata equality), operators $eq $ne $in $nin $gt $gte $lt $lte $exists, "
+                "$and/$or/$not, dotted paths ('project.phase'), and session_id, author, role, timestamp."
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """Search this user's long-term memory: facts, preferences and events from earlier conversations.
 
         Returns the best matches first, each with its id, text, author, time (ISO 8601) and
         relevance score. Call it whenever the answer may depend on something the user said before.
         """
-        res = await self.memory.search_memory(app_name=self.app_name, user_id=self.user_id, query=query, top_k=top_k)
+        res = await self.memory.search_memory(
+            app_name=self.app_name, user_id=self.user_id, query=query, top_k=top_k, filters=filters
+        )
         memories = []
         for m in res.memories:
             meta = dict(m.custom_metadata)
@@ -194,6 +204,14 @@ class MemoryTools:
     async def list_memories(
         self,
         limit: Annotated[int, Field(ge=1, le=MAX_RESULTS, description="How many memories to return.")] = 20,
+        filters: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description="Only memories that pass this filter: "
+                "{'topic': 'travel'} (metadata equality), operators $eq $ne $in $nin $gt $gte $lt $lte $exists, "
+                "$and/$or/$not, dotted paths ('project.phase'), and session_id, author, role, timestamp."
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """List this user's most recent memories, newest first, with ids, times and sessions.
 
@@ -202,7 +220,7 @@ class MemoryTools:
         """
         total = 0
         newest: list[tuple[float, int, MemoryRecord]] = []
-        async for rec in self.memory.iter_records(app_name=self.app_name, user_id=self.user_id):
+        async for rec in self.memory.iter_records(app_name=self.app_name, user_id=self.user_id, filters=filters):
             item = (rec.timestamp, total, rec)
             total += 1
             if len(newest) < limit:

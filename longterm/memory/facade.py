@@ -84,12 +84,17 @@ class LongTermMemory(MemoryService):
         kind: SearchKind = "all",
         context: int = 0,
         now: datetime | float | str | None = None,
+        filters: Mapping[str, Any] | None = None,
     ) -> list[Memory]:
         """The user's memories best matching ``query``, best first, each a typed ``Memory``
         whose ``score`` is in [0, 1] with one meaning on every backend; ``context=N``: each with
-        its N turns before and after (``Memory.context``); ``now``: the question's time."""
+        its N turns before and after (``Memory.context``); ``now``: the question's time;
+        ``filters``: only memories that pass it (``longterm.core.filters``), applied before the
+        top-k cut (facts are not filtered by metadata)."""
         scope = inputs.scope(self.default_app, user_id)
-        hits = await self.search_hits(scope, query, top_k, kind=kind, min_score=min_score, context=context, now=now)
+        hits = await self.search_hits(
+            scope, query, top_k, kind=kind, min_score=min_score, context=context, now=now, filters=filters
+        )
         return [as_memory(h.record, h) for h in hits]
 
     async def get(self, memory_id: str, *, user_id: str) -> Memory | None:
@@ -98,14 +103,21 @@ class LongTermMemory(MemoryService):
         return await (await self._route(scope)).reader.get(scope, inputs.text_id("memory_id", memory_id))
 
     async def get_all(
-        self, *, user_id: str, limit: int = 100, cursor: str | None = None, newest_first: bool = False
+        self,
+        *,
+        user_id: str,
+        limit: int = 100,
+        cursor: str | None = None,
+        newest_first: bool = False,
+        filters: Mapping[str, Any] | None = None,
     ) -> MemoryPage:
         """One page of the user's memories by time, oldest first (``newest_first``: newest first);
         pass ``page.next_cursor`` for the next. Each page is one engine call (``page_by_time``),
-        whatever the user holds."""
-        scope = inputs.scope(self.default_app, user_id)
+        whatever the user holds. ``filters``: only memories that pass it (``longterm.core.filters``;
+        a page may then hold fewer than ``limit`` while ``next_cursor`` says more follow)."""
+        scope, where = inputs.scope(self.default_app, user_id), inputs.filters(filters)
         reader = (await self._route(scope)).reader
-        return await reader.page(scope, inputs.bounded_int("limit", limit), cursor, bool(newest_first))
+        return await reader.page(scope, inputs.bounded_int("limit", limit), cursor, bool(newest_first), where)
 
     async def delete(self, memory_id: str, *, user_id: str) -> bool:
         """Erase the user's memory ``memory_id``; True if there was one."""

@@ -18,8 +18,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ..core.filters import Any_, Cond
+from ..core.where import Where, compiled, where_of
 from ..errors import InvalidInputError, first_problem
 from ..facts import KINDS, SearchKind
+from ..facts.model import FACTS_SESSION
 from ..facts.model import META as FACT_META
 from ..records import MemoryRecord, Scope, check_id
 from ..sessions import parse_timestamp
@@ -128,6 +131,17 @@ def context(value: Any) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_CONTEXT:
         raise InvalidInputError(f"context must be an integer from 0 to {MAX_CONTEXT}, got {value!r}.")
     return value
+
+
+def filters(value: Any, *, facts_pass: bool = False) -> Where | None:
+    """``filters=`` read once (``core.where``; None: no filter); a malformed one is refused by name.
+    ``facts_pass``: the fact layer's records pass whatever the filter says (a search's facts are
+    not filtered by metadata: they hold none of the user's)."""
+    where = where_of(value)
+    if where is None or not facts_pass:
+        return where
+    facts = Cond("session_id", ("session_id",), "$eq", FACTS_SESSION)
+    return compiled(Any_((facts, where.filter)))
 
 
 def now(value: Any) -> float | None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..core.engine import sorted_page
 from ..core.errors import guard
+from ..core.where import Where
 from ..errors import ConfigurationError, InvalidInputError
 from ..facts.model import is_fact
 from ..records import Hit, Memory, MemoryPage, MemoryRecord, Scope
@@ -71,30 +72,37 @@ class Reader:
                     return as_memory(rec)
         return None
 
-    async def page(self, scope: Scope, limit: int, cursor: object, newest_first: bool) -> MemoryPage:
-        """One page of the scope's memories by time, and the cursor of the next (one engine call)."""
+    async def page(
+        self, scope: Scope, limit: int, cursor: object, newest_first: bool, where: Where | None = None
+    ) -> MemoryPage:
+        """One page of the scope's memories by time (that pass ``where``), and the cursor of the next
+        (one engine call)."""
         at = read_cursor(cursor, newest_first)
         pager = getattr(self.parts.backend, "page_by_time", None)
         with self._guard("reading memories"):
             if pager is not None:
-                page, nxt = await pager(scope, at, limit, newest_first=newest_first)
+                filtered = {} if where is None else {"where": where}
+                page, nxt = await pager(scope, at, limit, newest_first=newest_first, **filtered)
             else:  # a backend of the bare protocol: read the scope, sort it
-                records = [r async for r in self.parts.backend.scan(scope)]
+                records = [r async for r in self.parts.backend.scan(scope) if where is None or where.admits(r)]
                 page, nxt = sorted_page(records, at, limit, newest_first)
         return MemoryPage(
             memories=[as_memory(r) for r in page],
             next_cursor=None if nxt is None else make_cursor(nxt, newest_first),
         )
 
-    async def scan(self, scope: Scope) -> AsyncIterator[MemoryRecord]:
-        """Every record of the scope."""
+    async def scan(self, scope: Scope, where: Where | None = None) -> AsyncIterator[MemoryRecord]:
+        """Every record of the scope (that passes ``where``)."""
+        backend = self.parts.backend
         with self._guard("reading memories"):
-            async for rec in self.parts.backend.scan(scope):
+            async for rec in backend.scan(scope) if where is None else backend.scan(scope, where=where):
                 yield rec
 
-    async def count(self, scope: Scope) -> int:
+    async def count(self, scope: Scope, where: Where | None = None) -> int:
+        """How many records the scope holds (that pass ``where``)."""
+        backend = self.parts.backend
         with self._guard("counting memories"):
-            return await self.parts.backend.count(scope)
+            return await (backend.count(scope) if where is None else backend.count(scope, where=where))
 
     async def scopes(self) -> list[tuple[str, str, int]]:
         """(app, user, count) of every user with memories in the memory's index."""

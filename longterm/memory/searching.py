@@ -30,6 +30,7 @@ from .. import telemetry
 from ..core.engine import Engine
 from ..core.errors import guard
 from ..core.neighbours import Lending
+from ..core.where import Where
 from ..entries import MemoryEntry, SearchMemoryResponse, make_content
 from ..errors import InvalidInputError
 from ..facts import SearchKind, is_fact, split_hits
@@ -130,6 +131,7 @@ class Ask:
     context: int
     reranker: Reranker | None
     rerank_top_n: int
+    where: Where | None = None
 
 
 def checked(ask: Ask) -> Ask:
@@ -216,10 +218,12 @@ class Searcher:
         now: datetime | float | str | None = None,
         reranker: Reranker | None = None,
         rerank_top_n: int = DEFAULT_TOP_N,
+        where: Where | None = None,
     ) -> list[Hit]:
-        """``_hits`` on the index ``scope`` lives in, in one span."""
+        """``_hits`` on the index ``scope`` lives in, in one span; ``where``: of the memories that
+        pass it, filtered by the engine before its cut (``core.where``)."""
         target = self if self.locate is None else await self.locate(scope)
-        ask = Ask(query, k, kind, min_score, rescoring, context, reranker, rerank_top_n)
+        ask = Ask(query, k, kind, min_score, rescoring, context, reranker, rerank_top_n, where)
         return await target._hits(scope, ask, now)
 
     async def _hits(self, scope: Scope, ask: Ask, now: datetime | float | str | None) -> list[Hit]:
@@ -244,6 +248,11 @@ class Searcher:
             fetch = min(inputs.MAX_TOP_K, max(fetch, head_size(ask.rerank_top_n, ask.k)))
         one_read = lending(self.parts.backend)  # the hits and the lenders' neighbours in one hop
         with self._guard("searching memories"):
+            if ask.where is not None:  # a backend of the bare protocol takes no filter: it says so
+                filtered = {"where": ask.where}
+                if one_read is not None:
+                    return await one_read(scope, ask.query, fetch, _picker(ask.kind), 1, **filtered)
+                return await self.parts.backend.search(scope, ask.query, fetch, **filtered), None
             if one_read is not None:
                 return await one_read(scope, ask.query, fetch, _picker(ask.kind), 1)
             return await self.parts.backend.search(scope, ask.query, fetch), None

@@ -178,6 +178,7 @@ class MemoryService(MemoryServiceBase, MemorySettings):
         min_score: float | None = None,
         context: int = 0,
         now: datetime | float | str | None = None,
+        filters: Mapping[str, Any] | None = None,
     ) -> SearchMemoryResponse:
         """The memories of (app, user) that best match ``query``, best first.
 
@@ -195,9 +196,15 @@ class MemoryService(MemoryServiceBase, MemorySettings):
         evidence, so an agent sees what is true now before older words that may contradict it;
         ``"facts"`` or ``"evidence"`` only one kind. Superseded facts are never returned here
         (``list_facts(as_of=...)`` and ``fact_history`` read them).
+
+        ``filters`` (``longterm.core.filters``: metadata, session, author, role, time) narrows the
+        memories before the engine's top-k cut, so ``top_k`` matching ones come back when they
+        exist; facts are not filtered by metadata (they hold none of the user's).
         """
         scope = inputs.scope(app_name, user_id)
-        hits = await self.search_hits(scope, query, top_k, kind=kind, min_score=min_score, context=context, now=now)
+        hits = await self.search_hits(
+            scope, query, top_k, kind=kind, min_score=min_score, context=context, now=now, filters=filters
+        )
         return self._own.searcher.response(hits)
 
     @override
@@ -232,11 +239,14 @@ class MemoryService(MemoryServiceBase, MemorySettings):
         min_score: float | None = None,
         context: int = 0,
         now: datetime | float | str | None = None,
+        filters: Mapping[str, Any] | None = None,
     ) -> list[Hit]:
         """The scope's best hits for ``query``, scored by the core on one scale (``score`` in
         [0, 1], ``retrieval.calibration``; the engine's own in ``extra["raw_score"]``), those
-        under ``min_score`` left out; ``context`` and ``now`` as ``search_memory`` takes them."""
+        under ``min_score`` left out; ``context``, ``now`` and ``filters`` as ``search_memory``
+        takes them."""
         k = self.top_k if top_k is None else top_k
+        where = inputs.filters(filters, facts_pass=kind != "evidence" and self.facts is not None)
         return await self._own.searcher.hits(
             scope,
             query,
@@ -248,6 +258,7 @@ class MemoryService(MemoryServiceBase, MemorySettings):
             now=now,
             reranker=self.reranker,
             rerank_top_n=self.rerank_top_n,
+            where=where,
         )
 
     async def get_user_profile(self, user_id: str | None = None, *, app_name: str | None = None) -> str:
@@ -259,13 +270,17 @@ class MemoryService(MemoryServiceBase, MemorySettings):
         scope = inputs.scope(app_name or self.app_name or self.index, user_id)
         return await (await self._route(scope)).facts.profile(scope)
 
-    async def count(self, *, app_name: str, user_id: str) -> int:
-        scope = inputs.scope(app_name, user_id)
-        return await (await self._route(scope)).reader.count(scope)
+    async def count(self, *, app_name: str, user_id: str, filters: Mapping[str, Any] | None = None) -> int:
+        """How many memories (app, user) holds (that pass ``filters``: ``longterm.core.filters``)."""
+        scope, where = inputs.scope(app_name, user_id), inputs.filters(filters)
+        return await (await self._route(scope)).reader.count(scope, where)
 
-    async def iter_records(self, *, app_name: str, user_id: str) -> AsyncIterator[MemoryRecord]:
-        scope = inputs.scope(app_name, user_id)
-        async for rec in (await self._route(scope)).reader.scan(scope):
+    async def iter_records(
+        self, *, app_name: str, user_id: str, filters: Mapping[str, Any] | None = None
+    ) -> AsyncIterator[MemoryRecord]:
+        """Every record of (app, user) (that passes ``filters``), each once."""
+        scope, where = inputs.scope(app_name, user_id), inputs.filters(filters)
+        async for rec in (await self._route(scope)).reader.scan(scope, where):
             yield rec
 
     # -- automatic saving and closing ---------------------------------------------------------

@@ -209,7 +209,8 @@ class UI:
         }
         if not rest:
             if q.get("q"):
-                return self._get(request, await self.data.search(app, user, q["q"]), views.search, who, api)
+                hits = await self.data.search(app, user, q["q"], filters=q.get("filter", ""))
+                return self._get(request, hits, views.search, who, api)
             data = await self.data.page(app, user, cursor=q.get("cursor"))
             return self._get(request, data, views.memories, who, api)
         found = pages.get((rest[0], len(rest)))

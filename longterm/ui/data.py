@@ -44,6 +44,19 @@ class Ambiguous(LookupError):
     """Several indices hold one (app, user): the page names them (answered 409)."""
 
 
+def filter_json(text: str) -> dict[str, Any] | None:
+    """The search page's filter field: JSON text (empty: no filter); anything else is refused by name."""
+    if not text.strip():
+        return None
+    try:
+        spec = json.loads(text)
+    except (ValueError, RecursionError):
+        raise InvalidInputError('the filter is not JSON; write e.g. {"topic": "travel"}.') from None
+    if not isinstance(spec, dict):
+        raise InvalidInputError('the filter is a JSON object, e.g. {"topic": "travel"}.')
+    return spec
+
+
 def iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat()
 
@@ -157,15 +170,18 @@ class Inspector:
             "next_cursor": None if nxt is None else _cursor(nxt),
         }
 
-    async def search(self, app: str, user: str, query: str, *, top_k: int = TOP_K) -> dict[str, Any]:
-        """The user's best matches, each with its score in [0, 1], the arms that found it and its kind."""
+    async def search(self, app: str, user: str, query: str, *, top_k: int = TOP_K, filters: str = "") -> dict[str, Any]:
+        """The user's best matches, each with its score in [0, 1], the arms that found it and its kind;
+        ``filters``: a filter as JSON text (``longterm.core.filters``), applied before the cut."""
         memory = await self.where(app, user)
-        hits = await memory.search_hits(Scope(app_name=app, user_id=user), query, top_k)
+        spec = filter_json(filters)
+        hits = await memory.search_hits(Scope(app_name=app, user_id=user), query, top_k, filters=spec)
         return {
             "app": app,
             "user": user,
             "index": memory.index,
             "query": query,
+            "filter": filters,
             "hits": [row(h.record, h) for h in hits],
         }
 

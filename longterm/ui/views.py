@@ -134,7 +134,7 @@ def _when(iso: str | None) -> str:
     return "" if not iso else f'<span class="mono">{attr(iso[:19].replace("T", " "))}</span>'
 
 
-def _nav(app: str, user: str, frame: Frame, here: str, query: str = "") -> str:
+def _nav(app: str, user: str, frame: Frame, here: str, query: str = "", filters: str = "") -> str:
     links = [
         ("memories", user_url(app, user)),
         ("facts", user_url(app, user, "facts")),
@@ -147,6 +147,8 @@ def _nav(app: str, user: str, frame: Frame, here: str, query: str = "") -> str:
         f'<form method="get" action="{attr(user_url(app, user))}" role="search">'
         '<input type="search" name="q" placeholder="search this user\'s memories" aria-label="search"'
         f' value="{attr(query)}">'
+        ' <input type="text" name="filter" placeholder=\'filter, e.g. {"topic": "travel"}\' aria-label="filter"'
+        f' value="{attr(filters)}">'
         ' <input type="submit" value="search"></form>'
     )
     return f'<div class="nav">{items}</div><div class="box">{search}</div>'
@@ -227,7 +229,7 @@ def search(data: dict[str, Any], frame: Frame) -> str:
     found = _table(["score", "found by", "kind", "text", "time (UTC)", "session", "context"], trs)
     body = (
         _title(app, user, "Search")
-        + _nav(app, user, frame, "", data["query"])
+        + _nav(app, user, frame, "", data["query"], data.get("filter", ""))
         + f"<h2>{len(data['hits'])} matches for {text(data['query'])}</h2>"
         + (found if data["hits"] else '<p class="muted">nothing matched</p>')
     )

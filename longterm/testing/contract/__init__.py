@@ -23,8 +23,8 @@ two-writers test then runs the writers as two memories in two threads).
 ``ContractSuite`` is the whole contract: the mixins by behaviour, ``Saving``, ``Isolation``,
 ``Erasing``, ``Durability``, ``Text``, ``Context`` (a hit's session neighbours),
 ``SearchContext`` (search_memory's context=, the time in a question, an erased turn's words),
-``Concurrency`` and ``Inputs``, over ``Fixtures``. A
-suite that proves part of it composes the parts it wants, the fixtures last::
+``Filters`` (filters applied before the top-k cut, held to the reference), ``Concurrency``
+and ``Inputs``, over ``Fixtures``. A suite that proves part of it composes the parts it wants, the fixtures last::
 
     class TestMyBackendSaves(Saving, Isolation, Fixtures): ...
 
@@ -44,6 +44,7 @@ from .concurrency import FRUITS, Concurrency
 from .context import Context
 from .durability import Durability
 from .erasing import Erasing
+from .filters import Filters
 from .fixtures import HANG_LIMIT, Fixtures, hit_parts, in_threads, memories, search_texts
 from .inputs import SHAPES, Inputs
 from .isolation import HOSTILE_IDS, HOSTILE_QUERIES, Isolation
@@ -54,7 +55,18 @@ from .text import Text
 
 
 class ContractSuite(
-    Concurrency, SearchContext, Context, Text, Durability, Erasing, Isolation, Saving, MetadataValues, Inputs, Fixtures
+    Concurrency,
+    SearchContext,
+    Context,
+    Text,
+    Durability,
+    Erasing,
+    Isolation,
+    Saving,
+    MetadataValues,
+    Filters,
+    Inputs,
+    Fixtures,
 ):
     """The contract: subclass it and provide ``backend_name`` and ``backend_config`` (module docstring).
 
@@ -74,6 +86,7 @@ __all__ = [
     "ContractSuite",
     "Durability",
     "Erasing",
+    "Filters",
     "Fixtures",
     "Inputs",
     "Isolation",
