@@ -9,6 +9,8 @@ and implements ``_commit`` to do both in one), and turns errors into
 ``LongTermMemoryError``s with the ``Rule``s of ``rules`` (guide, with the table of flags:
 docs/backends.md). Full text is a small BM25 over the terms of ``longterm.retrieval.text``,
 which every engine shares (stemming, accent folding, CJK bigrams); there are no vectors.
+A filter (``where``) is applied whole, in Python, before the cut (``filters_exact``); an engine
+with a query language translates ``where.native`` instead (``longterm.core.where``).
 
 A store is a location (``backend_config["store"]``, else the ``LONGTERM_HOME`` directory)
 that lives in this process's memory (``STORES``): reopening finds it, another process never
@@ -34,6 +36,7 @@ from pydantic import BaseModel, ConfigDict
 from longterm.config import parse_backend_config
 from longterm.core.engine import Engine, Query
 from longterm.core.errors import Rule
+from longterm.core.where import Where
 from longterm.errors import BackendError
 from longterm.records import MemoryRecord, Scope
 from longterm.retrieval.text import index_terms, query_terms
@@ -79,6 +82,7 @@ def _doc(record: MemoryRecord) -> Doc:
 
 class DictBackend(Engine):
     name: ClassVar[str] = "dict"
+    filters_exact: ClassVar[bool] = True  # applies ``where`` whole: the core need not look again
     unreachable: ClassVar[str] = "It lives in this process; there is nothing to reach."
     rules: ClassVar[Sequence[Rule]] = (
         Rule(MemoryError, BackendError, "It holds every memory in RAM; use a real engine."),
@@ -131,10 +135,17 @@ class DictBackend(Engine):
         with self.store.lock:
             self.store.ledger.setdefault((*self._key(scope), session_id), set()).update(event_ids)
 
-    def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:
-        terms = query_terms(query.text)  # stemmed like index_terms (query.terms are for engines that stem)
+    def _docs(self, scope: Scope, where: Where | None) -> list[Doc]:
+        """The scope's docs that pass ``where`` (all without it), read under the lock."""
         with self.store.lock:
             docs = list(self.store.docs.get(self._key(scope), {}).values())
+        return docs if where is None else [d for d in docs if where.admits(d.record)]
+
+    def _fulltext(
+        self, scope: Scope, query: Query, k: int, where: Where | None = None
+    ) -> list[tuple[MemoryRecord, float]]:
+        terms = query_terms(query.text)  # stemmed like index_terms (query.terms are for engines that stem)
+        docs = self._docs(scope, where)  # filtered before the cut
         if not docs:
             return []
         n, avg = len(docs), (sum(d.length for d in docs) / len(docs)) or 1.0
@@ -161,16 +172,13 @@ class DictBackend(Engine):
                 del docs[i]
             return len(gone)
 
-    def _count(self, scope: Scope) -> int:
-        with self.store.lock:
-            return len(self.store.docs.get(self._key(scope), {}))
+    def _count(self, scope: Scope, where: Where | None = None) -> int:
+        return len(self._docs(scope, where))
 
-    def _page(self, scope: Scope, cursor: Any, size: int) -> tuple[list[MemoryRecord], Any]:
-        with self.store.lock:
-            docs = self.store.docs.get(self._key(scope), {})
-            ids = sorted(i for i in docs if cursor is None or i > cursor)[:size]
-            records = [docs[i].record for i in ids]
-        return records, (ids[-1] if len(ids) == size else None)
+    def _page(self, scope: Scope, cursor: Any, size: int, where: Where | None = None) -> tuple[list[MemoryRecord], Any]:
+        docs = {d.record.id: d for d in self._docs(scope, where)}
+        ids = sorted(i for i in docs if cursor is None or i > cursor)[:size]
+        return [docs[i].record for i in ids], (ids[-1] if len(ids) == size else None)
 
     def _scopes(self) -> list[tuple[str, str, int]]:
         with self.store.lock:

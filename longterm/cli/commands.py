@@ -196,6 +196,13 @@ async def _purge(memory: LongTermMemory) -> str:
 @click.option("--user", "user_id", required=True)
 @click.option("--id", "memory_id", default=None, help="Delete only this memory.")
 @click.option("--session", "session_id", default=None, help="Delete only the memories of this session.")
+@click.option(
+    "--before",
+    default=None,
+    help="Only memories saved as of a time strictly earlier than this (ISO 8601 with a zone, or seconds).",
+)
+@filter_options
+@click.option("--dry-run", is_flag=True, help="Print how many memories would go; delete nothing.")
 @click.option("--purge", is_flag=True, help=PURGE_HELP)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_context
@@ -205,21 +212,51 @@ def delete(
     user_id: str,
     memory_id: str | None,
     session_id: str | None,
+    before: str | None,
+    filter_pairs: tuple[str, ...],
+    filter_json: str | None,
+    dry_run: bool,
     purge: bool,
     yes: bool,
 ) -> None:
-    """Delete one memory, one session's memories, or (neither) every memory of a user in an app
-    (in the index holding them, unless --index)."""
-    if memory_id is not None and session_id is not None:
-        raise click.UsageError("pass --id or --session, not both.")
+    """Delete one memory, one session's memories, those before a time or passing a filter, or (none of
+    these) every memory of a user in an app (in the index holding them, unless --index)."""
+    filters = filters_of(filter_pairs, filter_json)
+    narrowed = before is not None or filters is not None
+    if memory_id is not None and (session_id is not None or narrowed):
+        raise click.UsageError("pass --id alone, or any of --session, --before and --filter.")
     index = asyncio.run(locate_index(factory(ctx), app_name, user_id, index=given_index(ctx)))
     if memory_id is not None:
         what = f"memory {memory_id!r}"
-    elif session_id is not None:
-        what = f"the memories of session {session_id!r} of user {user_id!r} in app {app_name!r}"
+    elif session_id is not None or narrowed:
+        parts = [f"of session {session_id!r}"] if session_id is not None else []
+        parts += [f"saved before {before}"] if before is not None else []
+        parts += ["passing the filter"] if filters is not None else []
+        what = f"the memories of user {user_id!r} in app {app_name!r} {' and '.join(parts)}"
     else:
         what = f"ALL memories of user {user_id!r} in app {app_name!r}"
     what += f" (index {index!r})"
+    if dry_run:
+
+        async def count() -> None:
+            async with with_memory(ctx, index=index, read_only=True) as memory:
+                if memory_id is None:
+                    n = await memory.delete_memories(
+                        app_name=app_name,
+                        user_id=user_id,
+                        session_id=session_id,
+                        before=_when(before),
+                        filters=filters,
+                        dry_run=True,
+                    )
+                else:
+                    n = sum(
+                        [1 async for r in memory.iter_records(app_name=app_name, user_id=user_id) if r.id == memory_id]
+                    )
+            console.print(Text(safe(f"would delete {n} memories: {what}; nothing deleted (--dry-run)")))
+
+        asyncio.run(count())
+        return
     if not yes:
         try:
             confirmed = click.confirm(safe(f"Delete {what}?"), default=False)
@@ -230,14 +267,29 @@ def delete(
 
     async def go() -> None:
         async with with_memory(ctx, index=index) as memory:
-            n = await memory.delete_memory(
-                app_name=app_name, user_id=user_id, memory_id=memory_id, session_id=session_id
-            )
+            if narrowed:
+                n = await memory.delete_memories(
+                    app_name=app_name, user_id=user_id, session_id=session_id, before=_when(before), filters=filters
+                )
+            else:
+                n = await memory.delete_memory(
+                    app_name=app_name, user_id=user_id, memory_id=memory_id, session_id=session_id
+                )
             console.print(f"deleted {n} memories")
             if purge:
                 console.print(Text(safe(await _purge(memory))))
 
     asyncio.run(go())
+
+
+def _when(text: str | None) -> float | str | None:
+    """``--before`` as typed: seconds since the epoch when it is a number, else ISO 8601 (checked by the facade)."""
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 @click.command()

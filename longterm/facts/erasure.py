@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from ..core.backend import Backend
 from ..core.ledger import Ledger
@@ -74,27 +74,36 @@ class Erasures:
         """The user's facts now agree with the evidence as of ``marks``."""
         self._agreed[scope] = marks
 
-    async def begin(self, scope: Scope, *, session_id: str | None = None, memory_id: str | None = None) -> Erased:
-        """Before evidence of ``session_id`` (or the record ``memory_id``; neither: the whole
-        user) is deleted: add an erasure mark to the ledger, so work in flight anywhere follows
-        the erase; returns which records it erases."""
-        if session_id is not None or memory_id is not None:  # what the erased words were, for ``erase``
+    async def begin(
+        self,
+        scope: Scope,
+        *,
+        session_id: str | None = None,
+        memory_id: str | None = None,
+        memory_ids: Collection[str] = (),
+    ) -> Erased:
+        """Before evidence of ``session_id`` (or the record ``memory_id``, or the records
+        ``memory_ids``; none: the whole user) is deleted: add erasure marks to the ledger (one
+        per record or session), so work in flight anywhere follows the erase; returns which
+        records it erases."""
+        ids = {*memory_ids, *((memory_id,) if memory_id is not None else ())}
+        if session_id is not None or ids:  # what the erased words were, for ``erase``
             words = self._erasing.setdefault(scope, set())
             async for rec in self.backend.scan(scope):
-                if rec.id == memory_id or (session_id is not None and rec.session_id == session_id):
+                if rec.id in ids or (session_id is not None and rec.session_id == session_id):
                     fact = Fact.of(rec)
                     words.update(_words(rec.text if fact is None else fact.text))
         nonce = uuid.uuid4().hex
         if session_id is not None:
-            mark = f"s:{_key(session_id)}:{nonce}"
-        elif memory_id is not None:
-            mark = f"m:{_key(memory_id)}:{nonce}"
+            added = [f"s:{_key(session_id)}:{nonce}"]
+        elif ids:
+            added = [f"m:{_key(i)}:{nonce}" for i in sorted(ids)]
         else:
-            mark = f"u::{nonce}"
-        await self.ledger.mark_saved(scope, ERASURES, [mark])
+            added = [f"u::{nonce}"]
+        await self.ledger.mark_saved(scope, ERASURES, added)
         marks = self._marks.setdefault(scope, set())
-        marks.add(mark)
-        return self.erased_since(scope, marks - {mark})
+        marks.update(added)
+        return self.erased_since(scope, marks - set(added))
 
     async def erase(self, scope: Scope) -> int:
         """After evidence was deleted (``begin`` first): the facts follow it (``agree``); return

@@ -23,6 +23,7 @@ maintenance or the worker.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from ..core.backend import Backend
@@ -97,14 +98,24 @@ class FactLayer:
 
     # -- erasing ----------------------------------------------------------------------------
 
-    async def begin_erase(self, scope: Scope, *, session_id: str | None = None, memory_id: str | None = None) -> None:
-        """Before evidence of ``session_id`` (or the record ``memory_id``; neither: the whole
-        user) is deleted: add an erasure mark to the ledger, so work in flight anywhere follows
-        the erase, and drop that evidence from this process's queue. Never waits for a model."""
-        await self._worker.run(self._begin_erase(scope, session_id, memory_id))
+    async def begin_erase(
+        self,
+        scope: Scope,
+        *,
+        session_id: str | None = None,
+        memory_id: str | None = None,
+        memory_ids: Collection[str] = (),
+    ) -> None:
+        """Before evidence of ``session_id`` (or the record ``memory_id``, or the records
+        ``memory_ids``; none: the whole user) is deleted: add erasure marks to the ledger, so work
+        in flight anywhere follows the erase, and drop that evidence from this process's queue.
+        Never waits for a model."""
+        await self._worker.run(self._begin_erase(scope, session_id, memory_id, memory_ids))
 
-    async def _begin_erase(self, scope: Scope, session_id: str | None, memory_id: str | None) -> None:
-        erased = await self._erasures.begin(scope, session_id=session_id, memory_id=memory_id)
+    async def _begin_erase(
+        self, scope: Scope, session_id: str | None, memory_id: str | None, memory_ids: Collection[str]
+    ) -> None:
+        erased = await self._erasures.begin(scope, session_id=session_id, memory_id=memory_id, memory_ids=memory_ids)
         self._worker.drop(scope, erased)
 
     async def erase(self, scope: Scope) -> int:

@@ -11,7 +11,7 @@ live session's next save writes only its new events.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
 
 from .. import telemetry
@@ -33,15 +33,27 @@ class Eraser:
         return guard(what, f"backend {self.backend_name!r}")
 
     @telemetry.erasing
-    async def erase(self, scope: Scope, *, memory_id: str | None = None, session_id: str | None = None) -> int:
-        """Delete ``memory_id``, else the memories of ``session_id``, else all of ``scope``; how many went."""
+    async def erase(
+        self,
+        scope: Scope,
+        *,
+        memory_id: str | None = None,
+        session_id: str | None = None,
+        memory_ids: Sequence[str] | None = None,
+    ) -> int:
+        """Delete ``memory_id`` (or the records ``memory_ids``), else the memories of
+        ``session_id``, else all of ``scope``; how many went."""
         target = self if self.locate is None else await self.locate(scope)
         backend, facts = target.parts.backend, target.parts.facts
+        if memory_ids is not None and not memory_ids:
+            return 0
         if facts is not None:  # marked first: distilling anywhere follows the erase
             with self._guard("erasing facts"):
-                await facts.begin_erase(scope, session_id=session_id, memory_id=memory_id)
+                await facts.begin_erase(scope, session_id=session_id, memory_id=memory_id, memory_ids=memory_ids or ())
         with self._guard("deleting memories"):
-            if memory_id is not None:
+            if memory_ids is not None:
+                deleted = await backend.delete(scope, list(memory_ids))
+            elif memory_id is not None:
                 deleted = await backend.delete(scope, [memory_id])
             elif session_id is not None:
                 deleted = await backend.delete(scope, session_id=session_id)

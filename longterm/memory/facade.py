@@ -123,9 +123,33 @@ class LongTermMemory(MemoryService):
         """Erase the user's memory ``memory_id``; True if there was one."""
         return await self.delete_memory(app_name=self.default_app, user_id=user_id, memory_id=memory_id) > 0
 
-    async def delete_all(self, *, user_id: str) -> int:
-        """Erase every memory of the user in this memory's app; how many went."""
-        return await self.delete_memory(app_name=self.default_app, user_id=user_id)
+    async def delete_all(
+        self,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        before: datetime | float | str | None = None,
+        filters: Mapping[str, Any] | None = None,
+        dry_run: bool = False,
+    ) -> int:
+        """Erase the user's memories in this memory's app; how many went. Narrowed by any of:
+        ``session_id`` (that session's), ``before`` (those saved as of a time strictly earlier:
+        an aware datetime, seconds since the epoch or ISO 8601), ``filters`` (those that pass it:
+        ``longterm.core.filters``); with none of them, every memory of the user. ``dry_run``: how
+        many would go, erasing nothing.
+
+        Each with an erase's guarantees (``delete_memory``): a replay never brings them back, the
+        facts they alone support follow them, ``purge`` compacts where the engine keeps bytes.
+        The ones erased are those that matched when it read them; a memory saved during the call
+        may stay."""
+        return await self.delete_memories(
+            app_name=self.default_app,
+            user_id=user_id,
+            session_id=session_id,
+            before=before,
+            filters=filters,
+            dry_run=dry_run,
+        )
 
     # -- the whole store ----------------------------------------------------------------
 

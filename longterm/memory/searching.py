@@ -238,6 +238,8 @@ class Searcher:
         hits = calibrate(ask.query, found, self._fusion_weights())  # 5: one scale on every engine
         hits, order = await reranked(ask.reranker, ask.query, hits, head_size(ask.rerank_top_n, ask.k))  # 6
         hits = await self._in_context(scope, ask, found, lent, hits, when, order)  # 7: neighbours lend, time gains
+        if ask.where is not None:  # a neighbour that joined the hits passes the filter as they did
+            hits = [h for h in hits if ask.where.admits(h.record)]
         return await self._cut(scope, ask, kept(hits, ask))  # 8: re-scored, split, thresholded, cut, folded
 
     async def _found(self, scope: Scope, ask: Ask) -> tuple[list[Hit], list[neighbourhood.Around] | None]:

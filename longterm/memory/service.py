@@ -28,7 +28,7 @@ from ..core.backend import Backend
 from ..core.ledger import Ledger
 from ..entries import MemoryServiceBase, SearchMemoryResponse
 from ..errors import InvalidInputError
-from ..facts import SearchKind
+from ..facts import SearchKind, is_fact
 from ..policies import MemoryAutoSavePolicy, resolve_policy
 from ..records import Hit, MemoryRecord, SaveResult, Scope, name_id
 from . import inputs
@@ -226,6 +226,33 @@ class MemoryService(MemoryServiceBase, MemorySettings):
         if session_id is not None:
             session_id = name_id("session_id", session_id)
         return await self._own.eraser.erase(scope, memory_id=memory_id, session_id=session_id)
+
+    async def delete_memories(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str | None = None,
+        before: datetime | float | str | None = None,
+        filters: Mapping[str, Any] | None = None,
+        dry_run: bool = False,
+    ) -> int:
+        """``delete_all`` (the simple API's) for any app: erase the memories of (app, user) of
+        ``session_id``, saved before ``before``, passing ``filters`` (none: all of them); how many
+        went (``dry_run``: would go, nothing erased)."""
+        app = app_name
+        narrow = [
+            *([dict(filters)] if filters else []),
+            *([{"session_id": session_id}] if session_id is not None else []),
+            *([{"timestamp": {"$lt": before}}] if before is not None else []),
+        ]
+        if not dry_run and (not narrow or (session_id is not None and len(narrow) == 1)):
+            return await self.delete_memory(app_name=app, user_id=user_id, session_id=session_id)
+        spec = {"$and": narrow} if narrow else None
+        ids = [r.id async for r in self.iter_records(app_name=app, user_id=user_id, filters=spec) if not is_fact(r)]
+        if dry_run:
+            return len(ids)
+        return await self._own.eraser.erase(inputs.scope(app, user_id), memory_ids=ids)
 
     # -- scoped reads beyond ADK --------------------------------------------------------
 

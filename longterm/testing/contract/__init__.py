@@ -23,7 +23,8 @@ two-writers test then runs the writers as two memories in two threads).
 ``ContractSuite`` is the whole contract: the mixins by behaviour, ``Saving``, ``Isolation``,
 ``Erasing``, ``Durability``, ``Text``, ``Context`` (a hit's session neighbours),
 ``SearchContext`` (search_memory's context=, the time in a question, an erased turn's words),
-``Filters`` (filters applied before the top-k cut, held to the reference), ``Concurrency``
+``Filters`` (filters applied before the top-k cut, held to the reference), ``ErasingBy``
+(erasing by session, date and filter), ``Concurrency``
 and ``Inputs``, over ``Fixtures``. A suite that proves part of it composes the parts it wants, the fixtures last::
 
     class TestMyBackendSaves(Saving, Isolation, Fixtures): ...
@@ -44,6 +45,7 @@ from .concurrency import FRUITS, Concurrency
 from .context import Context
 from .durability import Durability
 from .erasing import Erasing
+from .erasing_by import ErasingBy
 from .filters import Filters
 from .fixtures import HANG_LIMIT, Fixtures, hit_parts, in_threads, memories, search_texts
 from .inputs import SHAPES, Inputs
@@ -61,6 +63,7 @@ class ContractSuite(
     Text,
     Durability,
     Erasing,
+    ErasingBy,
     Isolation,
     Saving,
     MetadataValues,
@@ -86,6 +89,7 @@ __all__ = [
     "ContractSuite",
     "Durability",
     "Erasing",
+    "ErasingBy",
     "Filters",
     "Fixtures",
     "Inputs",

@@ -1,0 +1,86 @@
+"""``--filter`` and ``--filter-json`` as an operator types them: read into the one filter syntax,
+applied before the top-k cut by ``longterm search`` and by ``longterm export``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from longterm import LongTermMemory
+from longterm.cli.filtering import filters_of
+from longterm.errors import InvalidInputError
+
+
+@pytest.mark.parametrize(
+    ("pairs", "text", "expected"),
+    [
+        ((), None, None),
+        (("topic=travel",), None, {"topic": "travel"}),
+        (("n=3", "ok=true", "gone=null"), None, {"$and": [{"n": 3}, {"ok": True}, {"gone": None}]}),
+        (('zip="02139"',), None, {"zip": "02139"}),  # a quoted value stays a string
+        (("note=a=b",), None, {"note": "a=b"}),  # the first = splits
+        (("topic=travel",), '{"n": {"$gt": 2}}', {"$and": [{"topic": "travel"}, {"n": {"$gt": 2}}]}),
+        (("tags=[1]",), None, {"tags": "[1]"}),  # not a scalar: the text as typed
+    ],
+)
+def test_typed_filters_mean_what_they_say(pairs: tuple[str, ...], text: str | None, expected: object) -> None:
+    assert filters_of(pairs, text) == expected
+
+
+def test_a_pair_without_a_key_is_refused_by_name() -> None:
+    with pytest.raises(InvalidInputError, match="--filter 'travel'"):
+        filters_of(("travel",), None)
+
+
+def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "longterm.cli", *args], cwd=home, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_search_and_export_narrow_by_filter(tmp_path: Path) -> None:
+    with LongTermMemory(app_name="travel", backend_config={"path": str(tmp_path / "m.db")}) as memory:
+        for i in range(30):
+            memory.add_sync(f"the ferry timetable, copy {i}", user_id="alice", metadata={"topic": "work"})
+        memory.add_sync("a ferry to the island", user_id="alice", metadata={"topic": "travel", "n": 2})
+    store = ["--config", json.dumps({"path": str(tmp_path / "m.db")})]
+    found = _cli(
+        tmp_path,
+        "search",
+        "ferry",
+        "--app",
+        "travel",
+        "--user",
+        "alice",
+        "-k",
+        "1",
+        "--json",
+        "--filter",
+        "topic=travel",
+        *store,
+    )
+    assert found.returncode == 0, found.stderr
+    assert [m["content"]["parts"][0]["text"] for m in json.loads(found.stdout)] == ["a ferry to the island"]
+    exported = _cli(
+        tmp_path, "export", "--app", "travel", "--user", "alice", "--filter-json", '{"n": {"$gte": 2}}', *store
+    )
+    assert exported.returncode == 0, exported.stderr
+    assert [json.loads(line)["text"] for line in exported.stdout.splitlines()] == ["a ferry to the island"]
+    bad = _cli(
+        tmp_path,
+        "search",
+        "ferry",
+        "--app",
+        "travel",
+        "--user",
+        "alice",
+        "--filter-json",
+        '{"n": {"$regex": "x"}}',
+        *store,
+    )
+    assert bad.returncode != 0 and bad.stderr.startswith("error:") and "$regex" in bad.stderr
+    assert "Traceback" not in bad.stderr
