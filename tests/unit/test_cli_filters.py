@@ -13,6 +13,7 @@ import pytest
 from longterm import LongTermMemory
 from longterm.cli.filtering import filters_of
 from longterm.errors import InvalidInputError
+from longterm.testing import make_session
 
 
 @pytest.mark.parametrize(
@@ -84,3 +85,23 @@ def test_search_and_export_narrow_by_filter(tmp_path: Path) -> None:
     )
     assert bad.returncode != 0 and bad.stderr.startswith("error:") and "$regex" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_delete_by_date_and_filter_with_a_dry_run_first(tmp_path: Path) -> None:
+    with LongTermMemory(app_name="travel", backend_config={"path": str(tmp_path / "m.db")}) as memory:
+        old = make_session("old", "travel", "alice", [("user", "an old boarding pass")], start=1_000.0)
+        new = make_session("new", "travel", "alice", [("user", "a new boarding pass")], start=9_000.0)
+        for s in (old, new):
+            memory.portal.call(memory.add_session_to_memory(s))
+    cut = "1970-01-01T01:00:00+00:00"  # 3,600 s: after the old one, before the new one
+    store = ["--config", json.dumps({"path": str(tmp_path / "m.db")})]
+    who = ["--app", "travel", "--user", "alice"]
+    dry = _cli(tmp_path, "delete", *who, "--before", cut, "--dry-run", *store)
+    assert dry.returncode == 0, dry.stderr
+    assert "would delete 1 memories" in dry.stdout and "nothing deleted" in dry.stdout
+    gone = _cli(tmp_path, "delete", *who, "--filter", "session_id=new", "--yes", *store)
+    assert gone.returncode == 0 and "deleted 1 memories" in gone.stdout, gone.stderr
+    with LongTermMemory(app_name="travel", backend_config={"path": str(tmp_path / "m.db")}) as memory:
+        assert [m.text for m in memory.get_all_sync(user_id="alice").memories] == ["an old boarding pass"]
+    both = _cli(tmp_path, "delete", *who, "--id", "x", "--filter", "topic=work", *store)
+    assert both.returncode != 0 and "--id alone" in both.stderr
