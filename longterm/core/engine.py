@@ -24,7 +24,7 @@ flag says what an engine can do where comparing methods only guessed it.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
@@ -43,6 +43,7 @@ from .embedding import Embedding, Store
 from .erasures import ErasureMarks
 from .errors import Rule
 from .ledger import SideLedger
+from .listing import Listing
 from .neighbours import SessionReads
 from .runner import Hooks, Label, Runner
 from .saving import Saving, Writes
@@ -62,7 +63,7 @@ T = TypeVar("T")
 __all__ = ["Capabilities", "Engine", "Query", "capabilities", "sorted_page", "unsaved"]
 
 
-class Engine(SessionReads, ErasureMarks):
+class Engine(Listing, SessionReads, ErasureMarks):
     """Base of every built-in engine; see the module docstring for the division of work."""
 
     name: ClassVar[str] = ""
@@ -197,7 +198,8 @@ class Engine(SessionReads, ErasureMarks):
         self, scope: Scope, cursor: Cursor, size: int, newest_first: bool, where: Where | None = None
     ) -> Page:
         """``_page`` by time, the next cursor JSON-able; this default reads the scope and sorts it."""
-        return page_by_time(partial(self._page, where=where), scope, cursor, size, newest_first)
+        pager = self._page if where is None else partial(self._page, where=where)
+        return page_by_time(pager, scope, cursor, size, newest_first)
 
     def _scopes(self) -> list[tuple[str, str, int]]:
         """(app, user, count) of every scope of this index holding a record (``stats``, ``migrate``)."""
@@ -320,43 +322,6 @@ class Engine(SessionReads, ErasureMarks):
         if id_list is None and self.erasing is not None:
             return await self._run("deleting memories", self.erasing.erase, scope, session_id)
         return await self._run("deleting memories", self._remove, scope, id_list, session_id)
-
-    async def count(self, scope: Scope, *, where: Where | None = None) -> int:
-        """How many records of ``scope`` (that pass ``where``)."""
-        if where is not None and not (where.exact or capabilities(self).filters_exact):
-            return sum([1 async for _ in self.scan(scope, where=where)])
-        return await self._read("counting memories", partial(self._count, scope, where=where))
-
-    async def scan(
-        self, scope: Scope, batch_size: int = 500, *, where: Where | None = None
-    ) -> AsyncIterator[MemoryRecord]:
-        """Every record of ``scope`` (that passes ``where``), each exactly once."""
-        cursor: Cursor = None
-        while True:
-            page = partial(self._page, scope, cursor, batch_size, where=where)
-            records, cursor = await self._read("reading memories", page)
-            for rec in records:
-                if where is None or capabilities(self).filters_exact or where.admits(rec):
-                    yield rec
-            if cursor is None:
-                return
-
-    async def page_by_time(
-        self,
-        scope: Scope,
-        cursor: Cursor = None,
-        size: int = 100,
-        *,
-        newest_first: bool = True,
-        where: Where | None = None,
-    ) -> Page:
-        """One page of ``scope`` by time and the next page's cursor (``_page_by_time``); with ``where``,
-        of the records that pass it (a page may then be short; the cursor says whether more follow)."""
-        page = partial(self._page_by_time, scope, cursor, size, newest_first, where=where)
-        records, after = await self._read("reading memories", page)
-        if where is not None and not (where.exact or capabilities(self).filters_exact):
-            records = [r for r in records if where.admits(r)]
-        return records, after
 
     async def scopes(self) -> list[tuple[str, str, int]]:
         """(app, user, count) of every scope of this index with records (``_scopes``)."""

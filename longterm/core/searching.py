@@ -30,7 +30,7 @@ from ..records import Hit, MemoryRecord, Scope
 from ..retrieval.hybrid import Hybrid
 from .embedding import Embedding
 from .runner import Hook, Runner
-from .where import Where, deeper
+from .where import Where, deeper, given
 
 if TYPE_CHECKING:
     import numpy as np
@@ -131,7 +131,7 @@ class Searching:
             extra = {"degraded": embedding.vectors_off} if embedding.vectors_off else {}
 
             def found() -> tuple[list[Hit], T | None]:
-                rows = self._deeper(lambda n: self._fulltext(scope, q, n, where=where), top_k, where, _first)
+                rows = self._deeper(lambda n: self._fulltext(scope, q, n, **given(where)), top_k, where, _first)
                 hits = [Hit(record=rec, score=s, arms={self.text_arm: s}, extra=extra) for rec, s in rows[:top_k]]
                 return hits, after(hits)
 
@@ -143,7 +143,7 @@ class Searching:
                     native = self._native
 
                     def fetch(n: int) -> list[Hit]:
-                        return native(scope, q, vector, n, degraded, where=where)
+                        return native(scope, q, vector, n, degraded, **given(where))
 
                     hits = self._deeper(fetch, top_k, where, _record)
                 else:
@@ -168,11 +168,11 @@ class Searching:
         """On a worker: full text and vectors, fused here (also for a native engine that fuses only
         some ways, as Qdrant does RRF only); with ``where``, each arm's best that pass it."""
         depth = self._hybrid.depth(k)
-        text = self._deeper(lambda n: self._fulltext(scope, query, n, where=where), depth, where, _first)
+        text = self._deeper(lambda n: self._fulltext(scope, query, n, **given(where)), depth, where, _first)
         near: Scored = []
         if vector is not None:
             try:
-                near = self._deeper(lambda n: self._nearest(scope, vector, n, where=where), depth, where, _first)
+                near = self._deeper(lambda n: self._nearest(scope, vector, n, **given(where)), depth, where, _first)
             except Exception as exc:  # degrade visibly: full text still answers
                 err, _ = self._runner.translate(exc, "searching by vector")
                 why = f"vector search failed ({err}); results are full text only"

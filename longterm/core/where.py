@@ -260,6 +260,12 @@ def holds(node: Node, tokens: frozenset[str] | set[str], timestamp: float) -> bo
     return not holds(node.part, tokens, timestamp)
 
 
+def given(where: Where | None) -> dict[str, Where]:
+    """``where=`` for a primitive only when there is a filter: an engine written before filters
+    still answers every unfiltered read."""
+    return {} if where is None else {"where": where}
+
+
 # -- reading deeper --------------------------------------------------------------------------------
 
 
@@ -293,6 +299,7 @@ __all__ = [
     "Span",
     "Where",
     "deeper",
+    "given",
     "holds",
     "record_tokens",
     "token",

@@ -26,7 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from .._sync import sync_twin
-from ..facts import SearchKind
+from ..facts import SearchKind, is_fact
 from ..policies import resolve_policy
 from ..records import Memory, MemoryPage, MemoryRecord, SaveResult, name_id
 from ..shapes import as_messages
@@ -150,6 +150,33 @@ class LongTermMemory(MemoryService):
             filters=filters,
             dry_run=dry_run,
         )
+
+    async def delete_memories(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str | None = None,
+        before: datetime | float | str | None = None,
+        filters: Mapping[str, Any] | None = None,
+        dry_run: bool = False,
+    ) -> int:
+        """``delete_all`` (the simple API's) for any app: erase the memories of (app, user) of
+        ``session_id``, saved before ``before``, passing ``filters`` (none: all of them); how many
+        went (``dry_run``: would go, nothing erased)."""
+        app = app_name
+        narrow = [
+            *([dict(filters)] if filters else []),
+            *([{"session_id": session_id}] if session_id is not None else []),
+            *([{"timestamp": {"$lt": before}}] if before is not None else []),
+        ]
+        if not dry_run and (not narrow or (session_id is not None and len(narrow) == 1)):
+            return await self.delete_memory(app_name=app, user_id=user_id, session_id=session_id)
+        spec = {"$and": narrow} if narrow else None
+        ids = [r.id async for r in self.iter_records(app_name=app, user_id=user_id, filters=spec) if not is_fact(r)]
+        if dry_run:
+            return len(ids)
+        return await self._own.eraser.erase(inputs.scope(app, user_id), memory_ids=ids)
 
     # -- the whole store ----------------------------------------------------------------
 

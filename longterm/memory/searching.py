@@ -37,7 +37,7 @@ from ..facts import SearchKind, is_fact, split_hits
 from ..records import Hit, MemoryRecord, Scope
 from ..retrieval import context as neighbourhood
 from ..retrieval.calibration import calibrate
-from ..retrieval.rerank import DEFAULT_TOP_N, Reranker, head_size, reranked
+from ..retrieval.rerank import Reranker, head_size, reranked
 from ..retrieval.rescoring import Rescoring
 from ..retrieval.when import TimeWindow, window
 from . import inputs
@@ -205,25 +205,10 @@ class Searcher:
         return guard(what, f"backend {self.backend_name!r}")
 
     @telemetry.searching
-    async def hits(
-        self,
-        scope: Scope,
-        query: str,
-        k: int,
-        *,
-        kind: SearchKind,
-        min_score: float | None,
-        rescoring: Rescoring,
-        context: int = 0,
-        now: datetime | float | str | None = None,
-        reranker: Reranker | None = None,
-        rerank_top_n: int = DEFAULT_TOP_N,
-        where: Where | None = None,
-    ) -> list[Hit]:
-        """``_hits`` on the index ``scope`` lives in, in one span; ``where``: of the memories that
-        pass it, filtered by the engine before its cut (``core.where``)."""
+    async def hits(self, scope: Scope, ask: Ask, now: datetime | float | str | None = None) -> list[Hit]:
+        """``_hits`` on the index ``scope`` lives in, in one span; ``ask.where``: of the memories
+        that pass it, filtered by the engine before its cut (``core.where``)."""
         target = self if self.locate is None else await self.locate(scope)
-        ask = Ask(query, k, kind, min_score, rescoring, context, reranker, rerank_top_n, where)
         return await target._hits(scope, ask, now)
 
     async def _hits(self, scope: Scope, ask: Ask, now: datetime | float | str | None) -> list[Hit]:

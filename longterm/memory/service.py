@@ -28,12 +28,13 @@ from ..core.backend import Backend
 from ..core.ledger import Ledger
 from ..entries import MemoryServiceBase, SearchMemoryResponse
 from ..errors import InvalidInputError
-from ..facts import SearchKind, is_fact
+from ..facts import SearchKind
 from ..policies import MemoryAutoSavePolicy, resolve_policy
 from ..records import Hit, MemoryRecord, SaveResult, Scope, name_id
 from . import inputs
 from .lifecycle import Lifecycle
 from .routing import Located, Route, Router
+from .searching import Ask
 from .settings import MemorySettings
 from .wiring import wire
 
@@ -227,33 +228,6 @@ class MemoryService(MemoryServiceBase, MemorySettings):
             session_id = name_id("session_id", session_id)
         return await self._own.eraser.erase(scope, memory_id=memory_id, session_id=session_id)
 
-    async def delete_memories(
-        self,
-        *,
-        app_name: str,
-        user_id: str,
-        session_id: str | None = None,
-        before: datetime | float | str | None = None,
-        filters: Mapping[str, Any] | None = None,
-        dry_run: bool = False,
-    ) -> int:
-        """``delete_all`` (the simple API's) for any app: erase the memories of (app, user) of
-        ``session_id``, saved before ``before``, passing ``filters`` (none: all of them); how many
-        went (``dry_run``: would go, nothing erased)."""
-        app = app_name
-        narrow = [
-            *([dict(filters)] if filters else []),
-            *([{"session_id": session_id}] if session_id is not None else []),
-            *([{"timestamp": {"$lt": before}}] if before is not None else []),
-        ]
-        if not dry_run and (not narrow or (session_id is not None and len(narrow) == 1)):
-            return await self.delete_memory(app_name=app, user_id=user_id, session_id=session_id)
-        spec = {"$and": narrow} if narrow else None
-        ids = [r.id async for r in self.iter_records(app_name=app, user_id=user_id, filters=spec) if not is_fact(r)]
-        if dry_run:
-            return len(ids)
-        return await self._own.eraser.erase(inputs.scope(app, user_id), memory_ids=ids)
-
     # -- scoped reads beyond ADK --------------------------------------------------------
 
     async def search_hits(
@@ -274,19 +248,8 @@ class MemoryService(MemoryServiceBase, MemorySettings):
         takes them."""
         k = self.top_k if top_k is None else top_k
         where = inputs.filters(filters, facts_pass=kind != "evidence" and self.facts is not None)
-        return await self._own.searcher.hits(
-            scope,
-            query,
-            k,
-            kind=kind,
-            min_score=min_score,
-            rescoring=self.rescoring,
-            context=context,
-            now=now,
-            reranker=self.reranker,
-            rerank_top_n=self.rerank_top_n,
-            where=where,
-        )
+        ask = Ask(query, k, kind, min_score, self.rescoring, context, self.reranker, self.rerank_top_n, where)
+        return await self._own.searcher.hits(scope, ask, now)
 
     async def get_user_profile(self, user_id: str | None = None, *, app_name: str | None = None) -> str:
         """The user's current facts as a compact list, to preload into a prompt ("" when facts
