@@ -8,7 +8,9 @@ its reads are ``reads.RedisReads``', its erases ``erasing.RedisErasures``'.
 Why so, in short (key layout and the longer story: docs/backends.md, "redis"): the scope is a
 TAG (a hex digest) and terms are escaped, so no id or user text is query syntax (a record's
 session is a TAG digest too: a hit's neighbours are reads by time within it, ``core.windows``);
-full text ranks as local's (our terms, NOSTEM, BM25STD); a save is one Lua call per ``SCRIPT_BATCH``
+full text ranks as local's (our terms, NOSTEM, BM25STD); a filter is a clause of the same query over
+``timestamp`` and the ``ftags`` TAG each record carries (``filtering``; an older store's and an older
+process's records given theirs by ``tokens``); a save is one Lua call per ``SCRIPT_BATCH``
 records with its ledger marks (leaving out events the ledger holds, and records stored exactly so);
 an erase of a user or session marks itself first, then goes one call per batch (``core.erasures``).
 With ``sentinels`` the client follows the primary Sentinel names; ``wait_replicas`` makes each save's
@@ -35,6 +37,7 @@ from ...errors import BackendError, BackendUnavailableError, ConfigurationError,
 from ...records import Scope, parse_record
 from ...retrieval.text import index_terms
 from .erasing import RedisErasures
+from .filtering import tags
 from .reads import RedisReads
 from .scripts import (
     ERASE,
@@ -53,6 +56,7 @@ from .scripts import (
     namespace,
     session_tag,
 )
+from .tokens import redis_tokens
 from .upgrade import redis_saved, redis_sessions, redis_v1
 
 if TYPE_CHECKING:
@@ -169,6 +173,7 @@ class RedisBackend(RedisReads, RedisErasures, Engine):
         self._r.hsetnx(self.ns + "meta", INDEX_KEY, self.index)  # the name ``_indices`` reports
         redis_sessions(self._r, self.ns, self.index_name, empty=made and not upgraded)
         redis_saved(self._r, self.ns, self.index_name, empty=made and not upgraded)
+        redis_tokens(self._r, self.ns, self.index_name, empty=made and not upgraded)
 
     @override
     def _meta_get(self, key: str) -> str | None:
@@ -213,7 +218,7 @@ class RedisBackend(RedisReads, RedisErasures, Engine):
                     keys.append(f"{self.ns}m:{rec.id}")
                     doc = rec.model_dump_json(exclude={"content"} if rec.text_only_content() else None)
                     terms, session = " ".join(index_terms(rec.text)), session_tag(rec.session_id)
-                    args += (rec.event_id, doc, terms, repr(rec.timestamp), session)
+                    args += (rec.event_id, doc, terms, repr(rec.timestamp), session, tags(rec))
                     if vecs is not None:
                         args.append(vecs[i].tobytes())
             if len(keys) > 2 or now:

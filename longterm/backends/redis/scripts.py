@@ -17,6 +17,7 @@ from ...core.erasures import Erasure
 from ...core.scope import safe_name, scope_key
 from ...core.windows import Ask
 from ...records import MemoryRecord, parse_record
+from .filtering import FILTER_FIELD
 
 START_HINT = "Run Redis Stack (image redis/redis-stack-server), or start redis-server with --loadmodule redisearch.so."
 FAILOVER_HINT = "A failover is under way (or a replica was named as the server); retry in a few seconds."
@@ -33,9 +34,12 @@ SESSION_FIELD = ("session", "TAG")
 #: compares (``core.erasures``); a record without one was written before the store kept it.
 SAVED_FIELD = ("saved", "NUMERIC")
 SCHEMA: tuple[str, ...] = ("SCHEMA", "terms", "TEXT", "NOSTEM", "scope", "TAG", "timestamp", "NUMERIC", "SORTABLE")
-SCHEMA += (*SESSION_FIELD, *SAVED_FIELD)
+SCHEMA += (*FILTER_FIELD, *SESSION_FIELD, *SAVED_FIELD)
 #: The field of ``ns meta`` counting the store's writes and erases: its clock (only grows).
 CLOCK = "clock"
+#: The field of ``ns meta`` holding the clock up to which every record written carries its filter
+#: tokens (``tokens``); ``SAVE`` and ``MARK`` move it with the clock while the two are equal.
+FILTERS_KEY = "filters"
 VECTOR = ("embedding", "VECTOR", "HNSW", 6, "TYPE", "FLOAT32", "DISTANCE_METRIC", "COSINE", "DIM")
 TEXT_QUERY = ("WITHSCORES", "SCORER", "BM25STD", "RETURN", 1, "doc", "DIALECT", 2, "LIMIT", 0)
 KNN_QUERY = ("SORTBY", "vscore", "RETURN", 2, "doc", "vscore", "DIALECT", 2, "LIMIT", 0)
@@ -47,14 +51,27 @@ SESSION_PAGE = 1000
 INDEX_KEY = "index"
 #: What RediSearch says of a missing index (FT.SEARCH, FT.INFO), and ``SAVE`` of a missing ``ns meta``.
 NO_INDEX = ("no such index", "unknown index")
+#: A Lua function moving the clock of ``ns meta`` (KEYS[1]), and ``FILTERS_KEY`` with it when they were
+#: equal (every record written so far carries its tokens, and so does what this script writes); the clock.
+TICK = """
+local function tick()
+  local now = redis.call('HINCRBY', KEYS[1], 'clock', 1)
+  local mark = redis.call('HGET', KEYS[1], 'filters')
+  if mark and tonumber(mark) == now - 1 then redis.call('HSET', KEYS[1], 'filters', now) end
+  return now
+end
+"""
 #: KEYS: ``ns meta``, the session's ledger set (or ``ns meta``), then per scope its set key, its erasure
 #: marks' key and its record keys. ARGV: 1 if records carry a vector, 1 to leave out events the ledger holds,
 #: the number of event ids to mark and those ids, then per scope its tag and record count, then per record
-#: its event id, doc, terms, timestamp, session tag [and embedding]. Leaving out inside the script: no erase
-#: can slip between a check and a write. A record stored exactly so (doc, terms, vector) is not written again
-#: (a second import writes nothing), unless an erase of its scope is under way (a write after its start keeps
-#: it). Each record written is stamped ``saved`` with the store's clock (``CLOCK``, moved once a script).
-SAVE = """
+#: its event id, doc, terms, timestamp, session tag, filter tokens [and embedding]. Leaving out inside the
+#: script: no erase can slip between a check and a write. A record stored exactly so (doc, terms, tokens,
+#: vector) is not written again (a second import writes nothing), unless an erase of its scope is under way
+#: (a write after its start keeps it). Each record written is stamped ``saved`` with the store's clock
+#: (``CLOCK``, moved once a script; ``FILTERS_KEY`` with it when they were equal).
+SAVE = (
+    TICK
+    + """
 if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('no such index: the store is not prepared') end
 local function sadd(key, list, from, to)
   for i = from, to, 500 do redis.call('SADD', key, unpack(list, i, math.min(i + 499, to))) end
@@ -69,24 +86,26 @@ while k <= #KEYS do
     if not (new and redis.call('SISMEMBER', KEYS[2], ARGV[a]) == 1) then
       local same = false
       if not erasing then
-        local have = redis.call('HMGET', KEYS[i], 'doc', 'terms', 'embedding')
-        same = have[1] == ARGV[a + 1] and have[2] == ARGV[a + 2] and (not vec or have[3] == ARGV[a + 5])
+        local have = redis.call('HMGET', KEYS[i], 'doc', 'terms', 'ftags', 'embedding')
+        same = have[1] == ARGV[a + 1] and have[2] == ARGV[a + 2] and have[3] == ARGV[a + 5]
+          and (not vec or have[4] == ARGV[a + 6])
       end
       if not same then
-        now = now or redis.call('HINCRBY', KEYS[1], 'clock', 1)
+        now = now or tick()
         redis.call('HSET', KEYS[i], 'doc', ARGV[a + 1], 'terms', ARGV[a + 2], 'scope', tag, 'timestamp',
-          ARGV[a + 3], 'session', ARGV[a + 4], 'saved', now)
-        if vec then redis.call('HSET', KEYS[i], 'embedding', ARGV[a + 5]) end
+          ARGV[a + 3], 'session', ARGV[a + 4], 'ftags', ARGV[a + 5], 'saved', now)
+        if vec then redis.call('HSET', KEYS[i], 'embedding', ARGV[a + 6]) end
         kept[#kept + 1] = KEYS[i]
       end
     end
-    a = a + (vec and 6 or 5)
+    a = a + (vec and 7 or 6)
   end
   if #kept > 0 then sadd(KEYS[k], kept, 1, #kept) end
   k = k + count + 2
 end
 if marks > 0 then sadd(KEYS[2], ARGV, 4, 3 + marks) end
 """
+)
 #: KEYS: a scope's set, then the record keys to erase (none: one SSCAN page of the set). ARGV: the SSCAN
 #: cursor and page size, a session id ('': any), and the store's clock at an erase's start ('': none). Erases
 #: those of the keys in the set (of that session, saved at or before that time) at once; returns {the next
@@ -106,12 +125,15 @@ return {page[1], n}
 """
 #: KEYS: ``ns meta``, a scope's erasure marks (a hash: mark -> clock), ``ns erasing`` (the tags of scopes with
 #: marks). ARGV: the mark, the scope's tag. Moves the clock and writes the mark at it; returns the clock.
-MARK = """
-local now = redis.call('HINCRBY', KEYS[1], 'clock', 1)
+MARK = (
+    TICK
+    + """
+local now = tick()
 redis.call('HSET', KEYS[2], ARGV[1], now)
 redis.call('SADD', KEYS[3], ARGV[2])
 return now
 """
+)
 #: KEYS: a scope's erasure marks, ``ns erasing``. ARGV: the mark, the scope's tag. Removes the mark.
 UNMARK = """
 redis.call('HDEL', KEYS[1], ARGV[1])

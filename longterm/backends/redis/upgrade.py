@@ -10,6 +10,8 @@ gets the field in its index (``FT.ALTER``) and every record its tag, once (``SES
 release still saving into the store meanwhile writes records without the tag: a search finds
 them, only no neighbours are read around them.
 
+``records_of(client, ns)`` reads every record's ``doc``, a batch at a time (``tokens`` too).
+
 Why apart from the engine: an upgrade reads a layout the engine writes no more, and goes
 when that version is no longer supported.
 """
@@ -49,7 +51,7 @@ def redis_v1(r: Redis, ns: str) -> bool:
     if (old := f"{ns}idx".encode()) not in r.execute_command("FT._LIST"):
         return False
     reterm = r.register_script(REDIS_RETERM)
-    for batch, docs in _records(r, ns):
+    for batch, docs in records_of(r, ns):
         found = [(key, json.loads(doc)["text"]) for key, doc in zip(batch, docs, strict=True) if doc is not None]
         reterm(keys=[key for key, _ in found], args=[" ".join(index_terms(text)) for _, text in found])
     r.execute_command("FT.DROPINDEX", old)
@@ -68,13 +70,13 @@ def redis_sessions(r: Redis, ns: str, index: str, *, empty: bool) -> None:
             if "duplicate" not in str(exc).lower():
                 raise
         tag = r.register_script(REDIS_SESSIONS)
-        for batch, docs in _records(r, ns):
+        for batch, docs in records_of(r, ns):
             found = [(key, json.loads(doc)["session_id"]) for key, doc in zip(batch, docs, strict=True) if doc]
             tag(keys=[key for key, _ in found], args=[session_tag(sid) for _, sid in found])
     r.hset(f"{ns}meta", SESSIONS_KEY, "1")
 
 
-def _records(r: Redis, ns: str) -> Iterator[tuple[list[bytes], list[bytes | None]]]:
+def records_of(r: Redis, ns: str) -> Iterator[tuple[list[bytes], list[bytes | None]]]:
     """Every record key of ``ns`` and its ``doc``, ``REDIS_BATCH`` at a time (one round trip each)."""
     keys = list(r.scan_iter(match=re.sub(r"([\\*?[\]])", r"\\\1", ns) + "m:*", count=1000))
     for i in range(0, len(keys), REDIS_BATCH):
