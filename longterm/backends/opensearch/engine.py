@@ -6,9 +6,11 @@ threads). Each try of a request has a third of the core's ``timeout``, and a req
 fails on one of ``hosts`` goes to another: a lost node costs a retry, not the caller's save.
 
 Why so, in short (mappings, the ledger index and the longer story: docs/backends.md): the scope
-is ``keyword`` filters, never query syntax; bulk requests are bounded and ``refresh=wait_for``,
-so a save that returned is searchable and a failed item fails it, named; reads refuse partial
-results; an erase goes again until nothing it erases is left, or says it could not finish.
+is ``keyword`` filters, never query syntax, and so is a ``filters=`` (``filtering``: the filter
+tokens of ``core.where``, in the same ``bool.filter``, before any cut); bulk requests are
+bounded and ``refresh=wait_for``, so a save that returned is searchable and a failed item fails
+it, named; reads refuse partial results; an erase goes again until nothing it erases is left,
+or says it could not finish.
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ from ...core.engine import Engine, Query
 from ...core.errors import Rule
 from ...core.scope import scope_key
 from ...core.selection import Page
+from ...core.where import Where
 from ...errors import BackendUnavailableError, ConfigurationError, InvalidInputError, require
 from ...records import MemoryRecord, Scope
 from ...retrieval.text import segment
 from .bulk import BULK_DOCS, Chunk, Incomplete, changed, chunks, send, tombstones
+from .filtering import add_tokens, clauses, tokens_of
 from .purge import purge
 from .reads import OpenSearchReads
 from .schema import (
@@ -46,6 +50,8 @@ from .schema import (
     LEDGER_SUFFIX,
     PREFIX_META,
     TLS_HINT,
+    TOKENS,
+    TOKENS_META,
     TOO_LARGE_HINT,
     data_index,
     index_name,
@@ -114,6 +120,7 @@ class OpenSearchBackend(OpenSearchReads, Engine):
     @override
     def _open(self) -> None:
         names = {INDEX_META: self.cfg.index, PREFIX_META: self.cfg.prefix}
+        have: dict[str, Any] = {TOKENS_META: "1"}
         if not self._create(self.index, *data_index(self.embedder, names)):
             have = self._metas()  # made by an earlier release: name it now, and map the tombstones' field
             if INDEX_META not in have:
@@ -122,6 +129,9 @@ class OpenSearchBackend(OpenSearchReads, Engine):
         self._create(self.ledger, {}, LEDGER_MAPPINGS)
         # Another worker may have created them a moment ago: a search before their shards start is a 503.
         self._wait_for_shards(f"{self.index},{self.ledger}")
+        if TOKENS_META not in have:
+            add_tokens(self.client, self.index, lambda body: self._hits(self.index, body))
+            self._meta_set(TOKENS_META, "1")  # records of an earlier release got their filter tokens, once
 
     def _wait_for_shards(self, index: str, **more: Any) -> None:
         """Until the primary shards of ``index`` (comma-separated names) are started, within the
@@ -175,7 +185,8 @@ class OpenSearchBackend(OpenSearchReads, Engine):
         for i, r in enumerate(records):
             data = r.model_dump(mode="json", exclude={"content"} if r.text_only_content() else None)
             # Words cut at 1,000 characters: Lucene refuses a term over 32,766 bytes (a hex dump).
-            doc = {"record_id": r.id, **{k: data[k] for k in FILTERED}, "terms": segment(r.text, 1000), "doc": data}
+            doc = {"record_id": r.id, **{k: data[k] for k in FILTERED}, "terms": segment(r.text, 1000)}
+            doc |= {TOKENS: tokens_of(r), "doc": data}
             if vectors is not None:
                 doc["embedding"] = vectors[i].astype("float32").tolist()
             rows.append((r.id, doc, f"event {r.event_id!r} of session {r.session_id!r}"))
@@ -227,13 +238,19 @@ class OpenSearchBackend(OpenSearchReads, Engine):
         return [(MemoryRecord.model_validate(h["_source"]["doc"]), h["_score"]) for h in hits]
 
     @override
-    def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:
+    def _fulltext(
+        self, scope: Scope, query: Query, k: int, where: Where | None = None
+    ) -> list[tuple[MemoryRecord, float]]:
         match = {"match": {"terms": {"query": " ".join(query.terms), "operator": "or"}}}
-        return self._scored({"size": k, "query": {"bool": {**self._scope(scope)["bool"], "must": [match]}}})
+        narrowed = self._scope(scope, *clauses(where))["bool"]
+        return self._scored({"size": k, "query": {"bool": {**narrowed, "must": [match]}}})
 
     @override
-    def _nearest(self, scope: Scope, vector: np.ndarray, k: int) -> list[tuple[MemoryRecord, float]]:
-        knn = {"vector": vector.astype("float32").tolist(), "k": k, "filter": self._scope(scope)}
+    def _nearest(
+        self, scope: Scope, vector: np.ndarray, k: int, where: Where | None = None
+    ) -> list[tuple[MemoryRecord, float]]:
+        # The filter inside the k-NN clause: Lucene's HNSW search keeps only what passes, then cuts at k.
+        knn = {"vector": vector.astype("float32").tolist(), "k": k, "filter": self._scope(scope, *clauses(where))}
         # Lucene's cosinesimil scores (1 + cos) / 2; the core takes cosine, as every engine gives it.
         return [(r, 2.0 * s - 1.0) for r, s in self._scored({"size": k, "query": {"knn": {"embedding": knn}}})]
 
@@ -244,12 +261,12 @@ class OpenSearchBackend(OpenSearchReads, Engine):
         return int(resp["count"])
 
     @override
-    def _count(self, scope: Scope) -> int:
-        return self._count_of(self._scope(scope))
+    def _count(self, scope: Scope, where: Where | None = None) -> int:
+        return self._count_of(self._scope(scope, *clauses(where)))
 
     @override
-    def _page(self, scope: Scope, cursor: Any, size: int) -> Page:
-        return self._sorted(self._scope(scope), cursor, size)
+    def _page(self, scope: Scope, cursor: Any, size: int, where: Where | None = None) -> Page:
+        return self._sorted(self._scope(scope, *clauses(where)), cursor, size)
 
     def _sorted(self, query: dict[str, Any], cursor: Any, size: int) -> Page:
         """A page of ``query``'s records by (time, id) after ``cursor`` (None: the start), and the next."""

@@ -2,8 +2,9 @@
 
 The seam: ``index_name(prefix, index)`` is a store's data index (its ledger is that name and
 ``LEDGER_SUFFIX``); ``data_index(embedder, names)`` the settings and mappings a new data index
-is created with (the scope fields ``keyword``, our terms analysed by ``ANALYSIS``, the record
-kept whole in ``doc``, a ``knn_vector`` with an embedder); ``LEDGER_MAPPINGS`` the ledger's.
+is created with (the scope fields ``keyword``, our terms analysed by ``ANALYSIS``, the filter
+tokens a ``keyword`` (``TOKENS``), the record kept whole in ``doc``, a ``knn_vector`` with an
+embedder); ``LEDGER_MAPPINGS`` the ledger's.
 The engine (``engine.py``) only uses them.
 """
 
@@ -23,6 +24,10 @@ ANALYSIS = {
     "tokenizer": {"lt_words": {"type": "pattern", "pattern": "[^\\p{L}\\p{N}]+"}},
 }
 KEYWORD = {"type": "keyword"}
+#: A record's filter tokens (``core.where.record_tokens``): one ``keyword`` holding them all.
+TOKENS = "ftags"
+#: The ``_meta`` key saying every record of the index carries its ``TOKENS`` (``filtering.add_tokens``).
+TOKENS_META = "filter_tokens"
 FILTERED = ("app_name", "user_id", "session_id", "timestamp")
 LEDGER_SUFFIX = ".ledger"
 #: Longest data index name: OpenSearch allows 255 bytes, and the ledger's name is longer.
@@ -63,6 +68,7 @@ def data_index(embedder: Embedder | None, names: dict[str, str]) -> tuple[dict[s
         **dict.fromkeys(("record_id", "app_name", "user_id", "session_id"), KEYWORD),
         "timestamp": {"type": "double"},
         "terms": {"type": "text", "analyzer": "lt_text"},
+        TOKENS: KEYWORD,
         "doc": {"type": "object", "enabled": False},
         **ERASED,
     }
@@ -71,5 +77,5 @@ def data_index(embedder: Embedder | None, names: dict[str, str]) -> tuple[dict[s
         settings["knn"] = True
         method = {"name": "hnsw", "engine": "lucene", "space_type": "cosinesimil"}
         props["embedding"] = {"type": "knn_vector", "dimension": embedder.dim, "method": method}
-    meta = {"embedder": embedder.id if embedder is not None else "", **names}
+    meta = {"embedder": embedder.id if embedder is not None else "", TOKENS_META: "1", **names}
     return settings, {"properties": props, "_meta": meta}
