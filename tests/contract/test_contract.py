@@ -12,15 +12,6 @@ from longterm.core import registry
 from longterm.testing.contract import ContractSuite
 from tests.services import PROVIDERS
 
-#: Filters mem0 cannot express before its cut, and the word each refusal names.
-MEM0_REFUSED: list[tuple[dict[str, Any], str]] = [
-    ({"project.phase": "beta"}, "project.phase"),
-    ({"n": {"$gt": 1}}, "$gt"),
-    ({"topic": {"$exists": False}}, "$exists"),
-    ({"$not": {"topic": "travel"}}, "$not"),
-]
-
-
 def test_every_registered_backend_has_a_test_engine():
     missing = set(registry.BUILTINS) - {p.name for p in PROVIDERS.values()}
     assert not missing, f"backends without a test engine: {missing}"
@@ -28,16 +19,6 @@ def test_every_registered_backend_has_a_test_engine():
 
 class TestContract(ContractSuite):
     """``backend_name`` and ``backend_config`` come from conftest: every engine in PROVIDERS."""
-
-    @pytest.fixture
-    def filters_partial(self, backend_name: str) -> bool:
-        """mem0 expresses part of the filter syntax in its own filters and refuses the rest."""
-        return backend_name == "mem0"
-
-    @pytest.fixture
-    def refused_filters(self, backend_name: str) -> list[tuple[dict[str, Any], str]]:
-        """What mem0 refuses, each with what its refusal names (``backends.mem0``)."""
-        return list(MEM0_REFUSED) if backend_name == "mem0" else []
 
     @pytest.fixture
     def home_config(self, backend_config: dict[str, Any]) -> dict[str, Any] | None:

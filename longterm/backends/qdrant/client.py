@@ -6,10 +6,14 @@ local mode on ``path`` (``engine="local"``; one thread). ``from_config``: a serv
 is configured, else local mode on ``path`` (the ``qdrant`` backend name picks qdrant-edge there
 unless ``engine="local"``: ``choice.py``).
 
+Filters: a server keyword-indexes the tokens (``tags.TAGS``; local mode indexes nothing). A store
+made before them gets the index and each point its tokens at open, once; on a server each point's
+change holds only while it still lacks them, so another process's rewrite meanwhile is kept.
+
 Why the ledger is a collection, ``<collection>.ledger``: it lives and dies with the store, on
 a server and in local mode alike (docs/backends.md); the index's logical name is a meta point
 there (``_indices``). In local mode every index on a path shares this process's one client of
-it (``common.local_client``), released when the last engine on it closes or is dropped.
+it (``shared.local_client``), released when the last engine on it closes or is dropped.
 **Not tested against a Qdrant server**: none runs where this is built; the server path is
 local mode's client calls.
 """
@@ -38,15 +42,13 @@ from .common import (
     SCOPE_FIELDS,
     SPARSE,
     QdrantEngine,
-    Serial,
-    Shared,
     collection_name,
-    local_client,
     name_id,
     physical_prefix,
-    release_local,
     to_record,
 )
+from .shared import Serial, Shared, local_client, release_local
+from .tags import MARKER, TAGS
 
 #: Points per request (a server refuses very large request bodies).
 BATCH = 256
@@ -118,6 +120,11 @@ class QdrantBackend(TimeWindows, QdrantEngine):
         self._create(self.ledger, {}, None, (*SCOPE_FIELDS, "session_id"))
         if self._meta_get(INDEX_KEY) != self.index:
             self._meta_set(INDEX_KEY, self.index)
+        if self.url and not self._meta_get(MARKER):  # the filter tokens' index, on a store made before it
+            self._client.create_payload_index(
+                self.collection, field_name=TAGS, field_schema=self._m.PayloadSchemaType.KEYWORD
+            )
+        self._tag_old_points()
 
     def _create(self, name: str, vectors: dict[str, Any], sparse: Any, fields: Sequence[str]) -> None:
         c = self._client
@@ -206,13 +213,12 @@ class QdrantBackend(TimeWindows, QdrantEngine):
         return self._m.HasIdCondition(has_id=point_ids)
 
     @override
-    def _query(self, scope: Scope, vector: Any, using: str, k: int) -> list[Any]:
-        flt = self._filter(scope)
+    def _query(self, flt: Any, vector: Any, using: str, k: int) -> list[Any]:
         return self._client.query_points(self.collection, vector, using=using, query_filter=flt, limit=k).points
 
     @override
-    def _rrf(self, scope: Scope, sparse: Any, dense: list[float], k: int) -> list[Any]:
-        m, flt, depth = self._m, self._filter(scope), self.hybrid.depth(k)
+    def _rrf(self, flt: Any, sparse: Any, dense: list[float], k: int) -> list[Any]:
+        m, depth = self._m, self.hybrid.depth(k)
         arms = [m.Prefetch(query=q, using=u, filter=flt, limit=depth) for q, u in ((sparse, SPARSE), (dense, DENSE))]
         return self._client.query_points(
             self.collection, m.FusionQuery(fusion=m.Fusion.RRF), prefetch=arms, limit=k
@@ -229,6 +235,21 @@ class QdrantBackend(TimeWindows, QdrantEngine):
     @override
     def _delete_where(self, flt: Any) -> None:
         self._client.delete(self.collection, points_selector=self._m.FilterSelector(filter=flt), wait=True)
+
+    @override
+    def _set_payloads(self, changes: list[tuple[Any, dict[str, Any]]]) -> None:
+        """One request per batch; on a server each point's change holds only while it lacks ``TAGS``
+        (a filter: another process may rewrite it meanwhile), in local mode (one process) by id."""
+        m, ops = self._m, []
+        for pid, payload in changes:
+            if self.url:
+                lacking = m.IsEmptyCondition(is_empty=m.PayloadField(key=TAGS))
+                only = m.Filter(must=[m.HasIdCondition(has_id=[pid]), lacking])
+                ops.append(m.SetPayloadOperation(set_payload=m.SetPayload(payload=payload, filter=only)))
+            else:
+                ops.append(m.SetPayloadOperation(set_payload=m.SetPayload(payload=payload, points=[pid])))
+        for start in range(0, len(ops), BATCH):
+            self._client.batch_update_points(self.collection, ops[start : start + BATCH], wait=True)
 
     # -- the ledger collection: handled events, and meta ------------------------------------
 

@@ -4,10 +4,13 @@
 The seam: ``client.py`` (qdrant-client: a server, or its local mode) and ``edge.py``
 (qdrant-edge, Qdrant's engine in this process) subclass ``QdrantEngine`` and spell a few
 hooks with their client (``_has_id``, ``_query``, ``_rrf``, ``_scroll``, ``_count_where``,
-``_delete_where``). One data model for both (docs/backends.md): a collection per index,
-point ids the record ids read as UUIDs, the record in the payload, a sparse BM25 vector
-(computed on the engine's thread) and, with an embedder, a dense one. The scope is always
-a structured payload filter, never string matching.
+``_delete_where``, ``_set_payloads``). One data model for both (docs/backends.md): a
+collection per index, point ids the record ids read as UUIDs, the record in the payload with
+its filter tokens (``tags.TAGS``), a sparse BM25 vector (computed on the engine's thread) and,
+with an embedder, a dense one. The scope is always a structured payload filter, never string
+matching; a ``where`` joins it in the same filter (``_scoped``, ``tags.condition``), so every
+read applies it before its cut: the vector and full-text queries, Qdrant's RRF, counts, scrolls.
+A store written before the tokens gets them once at open (``_tag_old_points``).
 
 Both list their users (``_scopes``: one scroll of the index) and their indices
 (``_indices``): an index keeps its logical name (``backend_config["index"]``) beside it, since
@@ -16,7 +19,7 @@ name.
 
 Lifetimes and fork: an embedded store is released when its engine is dropped (a
 ``weakref.finalize``, not ``__del__``). qdrant-client's local mode allows one client per path
-in a process, so every index on a path shares one (``local_client``, calls serialised). A
+in a process, so every index on a path shares one (``shared.local_client``, calls serialised). A
 forked child must not use the embedded store its parent holds (``FORKED`` says why): its next
 call raises; a client of a Qdrant server is dropped there unclosed and the child connects anew.
 """
@@ -26,26 +29,24 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from typing_extensions import override
 
-from ...config import private_dir
 from ...core.aliases import Records, Vectors
 from ...core.engine import Engine, Query
 from ...core.errors import Rule
-from ...core.fork import keep
 from ...core.neighbours import SCAN_PAGE, Sessions, by_session
 from ...core.scope import safe_name
 from ...core.selection import Page
-from ...errors import BackendError, BackendUnavailableError, ConfigurationError, require
+from ...core.where import Where, record_tokens
+from ...errors import BackendError, BackendUnavailableError, ConfigurationError
 from ...records import Hit, MemoryRecord, Scope, parse_record
 from ...retrieval.sparse import document_vector, query_vector
+from .tags import MARKER, TAGS, condition
 
 if TYPE_CHECKING:
     import numpy as np
@@ -118,102 +119,6 @@ def physical_prefix(prefix: str) -> str:
     return re.sub("[^A-Za-z0-9_-]", "_", prefix)
 
 
-class Shared:
-    """One qdrant-client local-mode client of a path, shared by this process's engines on it;
-    ``lock`` serialises calls (local mode is not made for threads)."""
-
-    def __init__(self, key: str, client: Any) -> None:
-        self.key, self.client, self.lock, self.users = key, client, threading.RLock(), 0
-
-
-class Serial:
-    """``client``'s methods called one at a time under ``lock``."""
-
-    def __init__(self, client: Any, lock: threading.RLock) -> None:
-        self._client, self._lock = client, lock
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._client, name)
-        if not callable(attr):
-            return attr
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                return attr(*args, **kwargs)
-
-        return call
-
-
-_LOCAL: dict[str, Shared] = {}
-_LOCAL_LOCK = threading.Lock()
-
-
-def local_client(path: str | Path) -> Shared:
-    """The local-mode client of ``path`` in this process, made on first use; ``release_local`` it."""
-    qc = require("qdrant_client", package="qdrant-client", extra="qdrant", purpose="Embedded Qdrant")
-    key = os.path.realpath(path)
-    with _LOCAL_LOCK:
-        shared = _LOCAL.get(key)
-        if shared is None:
-            private_dir(Path(key))
-            shared = _LOCAL[key] = Shared(key, qc.QdrantClient(path=key))
-        shared.users += 1
-        return shared
-
-
-def release_local(shared: Shared) -> None:
-    """One user fewer; the last one closes the client (and its lock on the path)."""
-    with _LOCAL_LOCK:
-        shared.users -= 1
-        if shared.users > 0:
-            return
-        if _LOCAL.get(shared.key) is shared:
-            del _LOCAL[shared.key]
-    with shared.lock:
-        shared.client.close()
-
-
-def let_go(root: str | Path) -> None:
-    """In a forked child: every descriptor of this process open on a file under ``root`` now points
-    at /dev/null (Linux's /proc/self/fd). A lock goes with the last descriptor of its open file, so
-    the child holds none of the store's (the parent's close then frees the path); the objects holding
-    the numbers stay valid and never reach the store's files again. Elsewhere: nothing."""
-    fds = Path("/proc/self/fd")
-    if not fds.is_dir():
-        return
-    base = os.path.realpath(root)
-    null = os.open(os.devnull, os.O_RDWR)
-    try:
-        for entry in list(fds.iterdir()):
-            try:
-                target = os.readlink(entry)
-            except OSError:  # closed meanwhile (the listing's own descriptor)
-                continue
-            if target == base or target.startswith(base + os.sep):
-                os.dup2(null, int(entry.name), inheritable=False)
-    finally:
-        os.close(null)
-
-
-def disarm_local(shared: Shared) -> None:
-    """In a forked child: a local-mode client inherited from the parent kept, never closed (its
-    destructor would unlock the parent's lock), its files let go (``let_go``)."""
-    keep(shared.client)
-    let_go(shared.key)
-
-
-def _after_fork_in_child() -> None:
-    global _LOCAL_LOCK
-    for shared in _LOCAL.values():
-        disarm_local(shared)
-    _LOCAL.clear()
-    _LOCAL_LOCK = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
 def to_record(payload: dict[str, Any]) -> MemoryRecord:
     """The record a point holds: as JSON under ``RECORD``, or spread out (stores of 0.1)."""
     packed = payload.get(RECORD)
@@ -235,6 +140,8 @@ class QdrantEngine(Engine):
     #: payload key by key, about 15 us each), or the record spread out: what every version reads,
     #: so a server shared by old and new processes during an upgrade (qdrant-client) stays readable.
     packed_payload: ClassVar[bool] = False
+    #: The name of the client's float range model (qdrant-edge names it otherwise).
+    range_type: ClassVar[str] = "Range"
     #: In a forked child whose parent held this embedded store: why it refuses (``FORKED``).
     _forked: str | None = None
 
@@ -251,12 +158,12 @@ class QdrantEngine(Engine):
     def _has_id(self, point_ids: list[str]) -> Any:
         raise NotImplementedError
 
-    def _query(self, scope: Scope, vector: Any, using: str, k: int) -> list[Any]:
-        """The scope's ``k`` best points for ``vector`` (sparse or dense, named ``using``)."""
+    def _query(self, flt: Any, vector: Any, using: str, k: int) -> list[Any]:
+        """The ``k`` best points passing ``flt`` for ``vector`` (sparse or dense, named ``using``)."""
         raise NotImplementedError
 
-    def _rrf(self, scope: Scope, sparse: Any, dense: list[float], k: int) -> list[Any]:
-        """The scope's ``k`` best points, both arms fused by Qdrant's own RRF."""
+    def _rrf(self, flt: Any, sparse: Any, dense: list[float], k: int) -> list[Any]:
+        """The ``k`` best points passing ``flt``, both arms (each filtered) fused by Qdrant's own RRF."""
         raise NotImplementedError
 
     def _scroll(self, flt: Any, cursor: Any, size: int) -> tuple[list[Any], Any]:
@@ -266,6 +173,11 @@ class QdrantEngine(Engine):
         raise NotImplementedError
 
     def _delete_where(self, flt: Any) -> None:
+        raise NotImplementedError
+
+    def _set_payloads(self, changes: list[tuple[Any, dict[str, Any]]]) -> None:
+        """Each (point id, payload keys) set on that point while it still lacks ``TAGS`` (a point
+        rewritten meanwhile keeps its own), its other keys, vectors and words untouched."""
         raise NotImplementedError
 
     # -- primitives --------------------------------------------------------------------------
@@ -289,6 +201,16 @@ class QdrantEngine(Engine):
             must.append(lib.FieldCondition(key="session_id", match=lib.MatchAny(any=list(sessions))))
         return lib.Filter(must=must)
 
+    def _scoped(self, scope: Scope, where: Where | None) -> Any:
+        """The scope's filter with ``where``'s tree in it (``tags.condition``); None when the tree
+        passes nothing (the caller then asks nothing)."""
+        if where is None:
+            return self._filter(scope)
+        cond = condition(self._lib, where.native, self.range_type)
+        if cond is False:
+            return None
+        return self._filter(scope, also=() if cond is True else (cond,))
+
     def _sparse(self, text: str, query: bool = False) -> Any:
         indices, values = query_vector(text) if query else document_vector(text)
         return self._lib.SparseVector(indices=indices, values=values)
@@ -297,7 +219,30 @@ class QdrantEngine(Engine):
         payload = r.model_dump(mode="json", include=set(PACKED_FIELDS) if self.packed_payload else None)
         if self.packed_payload:
             payload[RECORD] = r.model_dump_json()
+        payload[TAGS] = record_tokens(r)
         return payload
+
+    def _tag_old_points(self) -> None:
+        """Once per store (``MARKER`` in its meta), at open: every point written before the filter
+        tokens gets them (and, packed, the fields of ``PACKED_FIELDS`` it lacks), by payload alone.
+        Run again after a crash, it takes up what is left; two processes running it set the same."""
+        if self._meta_get(MARKER):
+            return
+        cursor: Any = None
+        while True:
+            points, cursor = self._scroll(None, cursor, 256)
+            changes = [(p.id, self._additions(p.payload)) for p in points if TAGS not in (p.payload or {})]
+            if changes:
+                self._set_payloads(changes)
+            if cursor is None:
+                break
+        self._meta_set(MARKER, "1")
+
+    def _additions(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """What an old point's payload gains: its tokens, and the payload fields it lacks but the
+        record as JSON (a point of 0.1, spread out, stays so)."""
+        new = self._payload(to_record(payload))
+        return {k: v for k, v in new.items() if k == TAGS or (k not in payload and k != RECORD)}
 
     def _points(self, records: Records, vectors: Vectors) -> Iterator[dict[str, Any]]:
         """Each record as a point's fields. No dense vector when the core sent none (no embedder,
@@ -330,19 +275,37 @@ class QdrantEngine(Engine):
         return [records[i] for i in keep], None if vectors is None else vectors[keep]
 
     @override
-    def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:
-        return [(to_record(p.payload), p.score) for p in self._query(scope, self._sparse(query.text, True), SPARSE, k)]
-
-    @override
-    def _nearest(self, scope: Scope, vector: np.ndarray, k: int) -> list[tuple[MemoryRecord, float]]:
-        points = self._query(scope, vector.astype("float32").tolist(), DENSE, k)
+    def _fulltext(
+        self, scope: Scope, query: Query, k: int, where: Where | None = None
+    ) -> list[tuple[MemoryRecord, float]]:
+        flt = self._scoped(scope, where)
+        points = [] if flt is None else self._query(flt, self._sparse(query.text, True), SPARSE, k)
         return [(to_record(p.payload), p.score) for p in points]
 
     @override
-    def _search(self, scope: Scope, query: Query, vector: np.ndarray | None, k: int, degraded: str | None) -> list[Hit]:
+    def _nearest(
+        self, scope: Scope, vector: np.ndarray, k: int, where: Where | None = None
+    ) -> list[tuple[MemoryRecord, float]]:
+        flt = self._scoped(scope, where)
+        points = [] if flt is None else self._query(flt, vector.astype("float32").tolist(), DENSE, k)
+        return [(to_record(p.payload), p.score) for p in points]
+
+    @override
+    def _search(
+        self,
+        scope: Scope,
+        query: Query,
+        vector: np.ndarray | None,
+        k: int,
+        degraded: str | None,
+        where: Where | None = None,
+    ) -> list[Hit]:
         if self.hybrid.fusion != "rrf" or vector is None:
-            return self.searching.both_arms(scope, query, vector, k, degraded)
-        points = self._rrf(scope, self._sparse(query.text, True), vector.astype("float32").tolist(), k)
+            return self.searching.both_arms(scope, query, vector, k, degraded, where)
+        flt = self._scoped(scope, where)
+        if flt is None:
+            return []
+        points = self._rrf(flt, self._sparse(query.text, True), vector.astype("float32").tolist(), k)
         return [Hit(record=to_record(p.payload), score=p.score, arms={"rrf": p.score}) for p in points]
 
     @override
@@ -354,12 +317,16 @@ class QdrantEngine(Engine):
         return n
 
     @override
-    def _count(self, scope: Scope) -> int:
-        return self._count_where(self._filter(scope))
+    def _count(self, scope: Scope, where: Where | None = None) -> int:
+        flt = self._scoped(scope, where)
+        return 0 if flt is None else self._count_where(flt)
 
     @override
-    def _page(self, scope: Scope, cursor: Any, size: int) -> Page:
-        points, cursor = self._scroll(self._filter(scope), cursor, size)
+    def _page(self, scope: Scope, cursor: Any, size: int, where: Where | None = None) -> Page:
+        flt = self._scoped(scope, where)
+        if flt is None:
+            return [], None
+        points, cursor = self._scroll(flt, cursor, size)
         return [to_record(p.payload) for p in points], cursor
 
     @override

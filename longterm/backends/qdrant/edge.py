@@ -5,6 +5,9 @@ The seam: ``QdrantEdgeBackend`` spells ``common.QdrantEngine``'s hooks with
 embedded Qdrant, orders of magnitude faster than qdrant-client's local mode. A hit's neighbours
 are read a few points each side of it (``windows.EdgeWindows``) where the store indexes its
 points' time (a store made since: ``_load`` makes the indexes); an older one reads sessions whole.
+Filters are a payload condition on the keyword-indexed tokens (``tags``), in the same query; a
+store made before them gets the index and each point its tokens at open, once (by id: the lock
+keeps other processes out).
 
 Why so, in short (at length in docs/backends.md, "qdrant"): the ledger and meta are a
 ``SideLedger`` file in the store's directory (exact lookups, one SQLite transaction each); an
@@ -38,9 +41,10 @@ from ...core.fork import keep
 from ...core.ledger import SideLedger
 from ...core.sqlite import SQLITE_RULES
 from ...errors import BackendError, require
-from ...records import Scope
 from ...retrieval.fusion import RRF_K
-from .common import DENSE, INDEX_KEY, RULES, SCOPE_FIELDS, SPARSE, QdrantEngine, collection_name, let_go
+from .common import DENSE, INDEX_KEY, RULES, SCOPE_FIELDS, SPARSE, QdrantEngine, collection_name
+from .shared import let_go
+from .tags import MARKER, TAGS
 from .windows import WINDOW_INDEXES, EdgeWindows, windows_ready
 
 LOCK_FILE, SHARD_DIR, LEDGER_FILE = ".longterm.lock", "shard", "ledger.db"
@@ -63,6 +67,7 @@ BATCH = 32
 class QdrantEdgeBackend(EdgeWindows, QdrantEngine):
     unreachable: ClassVar[str] = "Check the path and its permissions."
     packed_payload: ClassVar[bool] = True  # one process per store: no older reader shares it
+    range_type: ClassVar[str] = "RangeFloat"
     rules: ClassVar[Sequence[Rule]] = (*RULES, *SQLITE_RULES, DAMAGED)  # the ledger is SQLite
     keeps_ledger = False  # a SideLedger file in the store's directory
     purges = True  # ``_purge`` makes the shard again from what it holds
@@ -103,6 +108,10 @@ class QdrantEdgeBackend(EdgeWindows, QdrantEngine):
             raise
         self._shard, self._lock_fd = shard, fd
         self._release = weakref.finalize(self, _release, shard, fd, self._side())
+        if not self._side().meta_get(MARKER):  # a store made before the filter tokens: their index first
+            if TAGS not in shard.info().payload_schema:
+                shard.update(self._e.UpdateOperation.create_field_index(TAGS, self._e.PayloadSchemaType.Keyword))
+            self._tag_old_points()
         self.windowed = windows_ready(self._e, shard)
         if self._side().meta_get(INDEX_KEY) != self.index:
             self._side().meta_set(INDEX_KEY, self.index)
@@ -136,7 +145,7 @@ class QdrantEdgeBackend(EdgeWindows, QdrantEngine):
         shard = e.EdgeShard.create(str(place), self._config())
         try:
             making.step("created")
-            indexes = [(field, "Keyword") for field in SCOPE_FIELDS] + list(WINDOW_INDEXES)
+            indexes = [(field, "Keyword") for field in (*SCOPE_FIELDS, TAGS)] + list(WINDOW_INDEXES)
             for field, kind in indexes:
                 shard.update(e.UpdateOperation.create_field_index(field, getattr(e.PayloadSchemaType, kind)))
                 making.step(f"indexed {field}")
@@ -279,12 +288,12 @@ class QdrantEdgeBackend(EdgeWindows, QdrantEngine):
         return list(self._shard.query(self._e.QueryRequest(with_payload=True, **request)))
 
     @override
-    def _query(self, scope: Scope, vector: Any, using: str, k: int) -> list[Any]:
-        return self._ask(limit=k, query=self._e.Query.Nearest(vector, using=using), filter=self._filter(scope))
+    def _query(self, flt: Any, vector: Any, using: str, k: int) -> list[Any]:
+        return self._ask(limit=k, query=self._e.Query.Nearest(vector, using=using), filter=flt)
 
     @override
-    def _rrf(self, scope: Scope, sparse: Any, dense: list[float], k: int) -> list[Any]:
-        e, flt, depth = self._e, self._filter(scope), self.hybrid.depth(k)
+    def _rrf(self, flt: Any, sparse: Any, dense: list[float], k: int) -> list[Any]:
+        e, depth = self._e, self.hybrid.depth(k)
         arms = [(sparse, SPARSE), (dense, DENSE)]
         prefetches = [e.Prefetch(limit=depth, query=e.Query.Nearest(v, using=u), filter=flt) for v, u in arms]
         return self._ask(limit=k, query=e.Fusion.Rrf(k=RRF_K), prefetches=prefetches)
@@ -303,6 +312,12 @@ class QdrantEdgeBackend(EdgeWindows, QdrantEngine):
     @override
     def _delete_where(self, flt: Any) -> None:
         self._shard.update(self._e.UpdateOperation.delete_points_by_filter(flt))
+
+    @override
+    def _set_payloads(self, changes: list[tuple[Any, dict[str, Any]]]) -> None:
+        """By id, one update each (the store's lock keeps every other process out)."""
+        for pid, payload in changes:
+            self._shard.update(self._e.UpdateOperation.set_payload([pid], payload))
 
 
 def _release(shard: Any, fd: int, ledger: SideLedger) -> None:

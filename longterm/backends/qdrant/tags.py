@@ -1,0 +1,63 @@
+"""A filter's tree as a Qdrant payload condition, on both Qdrant engines (and mem0's Qdrant store).
+
+The seam: ``TAGS`` is the payload key holding a record's filter tokens (``core.where.record_tokens``),
+keyword-indexed where the engine indexes payloads; ``condition(lib, node, range_type)`` spells a
+``core.where`` tree with a client's models (``qdrant_client.models`` or ``qdrant_edge``, which
+name filters alike but for the range: ``range_type``): ``Has`` is a ``MatchAny`` on ``TAGS``,
+``Span`` a range on ``timestamp``, ``And``/``Or``/``Neg`` a nested ``Filter``'s ``must``/``should``/
+``must_not``. A tree that passes everything or nothing is answered as True or False instead, and
+so are its parts: the caller sends no condition for True and asks nothing for False.
+``MARKER`` is the meta key saying a store's old points have their tokens.
+
+Why the constants are settled here and not sent: Qdrant reads an empty ``should`` as no constraint
+(it would pass everything where the tree passes nothing) and an empty ``must`` as everything, so
+no empty list ever reaches a ``Filter``. The condition goes into the same filter as the scope's,
+inside the query: Qdrant applies it before the k-NN's, the full-text query's or a scroll's cut.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core.where import Has, Neg, Node, Or, Span
+
+#: The payload key holding a record's filter tokens (one keyword each).
+TAGS = "ftags"
+#: The payload key of a record's time (a float, range-indexed where the engine indexes payloads).
+TIME = "timestamp"
+#: The meta key set once a store's points all carry ``TAGS`` (the upgrade of an older store ran).
+MARKER = "filter_tags"
+
+
+def condition(lib: Any, node: Node, range_type: str = "Range", time_key: str = TIME) -> Any:
+    """``node`` as a condition of ``lib``'s models, or True (passes everything) or False (nothing).
+    ``range_type``: the name of ``lib``'s float range class; ``time_key``: the payload's time."""
+    if isinstance(node, Has):
+        if not node.tokens:
+            return False
+        return lib.FieldCondition(key=TAGS, match=lib.MatchAny(any=list(node.tokens)))
+    if isinstance(node, Span):
+        bounds: dict[str, float] = {}
+        if node.lo is not None:
+            bounds["gte" if node.lo_incl else "gt"] = node.lo
+        if node.hi is not None:
+            bounds["lte" if node.hi_incl else "lt"] = node.hi
+        if not bounds:
+            return True
+        return lib.FieldCondition(key=time_key, range=getattr(lib, range_type)(**bounds))
+    if isinstance(node, Neg):
+        part = condition(lib, node.part, range_type, time_key)
+        return (not part) if isinstance(part, bool) else lib.Filter(must_not=[part])
+    parts = [condition(lib, p, range_type, time_key) for p in node.parts]
+    decisive = isinstance(node, Or)  # a True part decides an Or, a False one an And
+    if any(p is decisive for p in parts):
+        return decisive
+    kept = [p for p in parts if not isinstance(p, bool)]
+    if not kept:
+        return not decisive
+    if len(kept) == 1:
+        return kept[0]
+    return lib.Filter(should=kept) if decisive else lib.Filter(must=kept)
+
+
+__all__ = ["MARKER", "TAGS", "TIME", "condition"]

