@@ -2,7 +2,12 @@
 
 The seam: ``ScopeVectors(rowids, matrix)`` holds one scope's unit vectors (an engine's own
 row ids beside them) and ``top(vector, n)`` gives the ``n`` best (rowid, cosine) pairs,
-best first. An engine that keeps vectors itself (the local store) caches one per scope.
+best first; ``top(vector, n, among)`` the best of the rows at positions ``among`` only (a
+filter's passing rows, ``positions(rowids)``). For an engine that checks a filter itself as it
+goes, ``approx(vector)`` is every row's score as the scan ranks them (``ranked``: with the best
+by it in order) and ``pool(n)`` how many of the best by it ``top`` re-scores: the ``pool(n)``
+best passing rows by ``approx`` are exactly what ``top(vector, n, among)`` would re-score. An
+engine that keeps vectors itself (the local store) caches one per scope.
 
 Why an int8 copy for large scopes: a float32 product over 100k x 384 reads 150 MB per
 query and is bound by memory bandwidth (8-9 ms here, whatever BLAS does). From
@@ -39,13 +44,14 @@ QUANTIZE_FROM = 16_384
 class ScopeVectors:
     """One scope's vectors: row ids, the float32 matrix and, when large, its int8 codes."""
 
-    __slots__ = ("rowids", "matrix", "_codes", "_inv_scale")
+    __slots__ = ("rowids", "matrix", "_codes", "_inv_scale", "_by_rowid")
 
     def __init__(self, rowids: np.ndarray, matrix: np.ndarray, *, quantize: bool | None = None) -> None:
         self.rowids = rowids
         self.matrix = matrix
         self._codes: np.ndarray | None = None
         self._inv_scale: np.ndarray | None = None
+        self._by_rowid: tuple[np.ndarray, np.ndarray] | None = None
         if quantize is None:
             quantize = _simsimd is not None and len(rowids) >= QUANTIZE_FROM
         if quantize and len(rowids):
@@ -63,31 +69,65 @@ class ScopeVectors:
     def __len__(self) -> int:
         return len(self.rowids)
 
-    def _candidates(self, vector: np.ndarray, n: int) -> np.ndarray:
-        """Row positions of the best ``n`` by the int8 scan (unordered)."""
-        assert self._codes is not None and self._inv_scale is not None
+    def pool(self, n: int) -> int:
+        """How many rows, the best by ``approx``, ``top`` re-scores to give the ``n`` best."""
+        return max(4 * n, 128) if self._codes is not None else n
+
+    def approx(self, vector: np.ndarray) -> np.ndarray:
+        """Every row's score as the scan ranks them: the int8 dot product when quantized (its
+        order only means something), else the exact cosine."""
+        vector = np.asarray(vector, dtype=np.float32)
+        if self._codes is None:
+            return np.asarray(self.matrix @ vector)
+        assert self._inv_scale is not None
         q = vector * self._inv_scale
         peak = float(np.abs(q).max()) or 1.0
         q8 = np.rint(q * (127.0 / peak)).astype(np.int8)
         if _simsimd is not None:
-            approx = np.asarray(_simsimd.cdist(self._codes, q8[None, :], metric="dot", threads=1)).ravel()
-        else:  # quantized explicitly without simsimd (tests): same arithmetic, slower
-            approx = self._codes.astype(np.int32) @ q8.astype(np.int32)
-        if n >= len(approx):
-            return np.arange(len(approx))
-        return np.argpartition(approx, len(approx) - n)[len(approx) - n :]
+            return np.asarray(_simsimd.cdist(self._codes, q8[None, :], metric="dot", threads=1)).ravel()
+        # quantized explicitly without simsimd (tests): same arithmetic, slower
+        return np.asarray(self._codes.astype(np.int32) @ q8.astype(np.int32))
 
-    def top(self, vector: np.ndarray, n: int) -> list[tuple[int, float]]:
-        """The ``n`` best (rowid, cosine) pairs, best first; scores always exact float32."""
-        if not len(self.rowids) or n <= 0:
+    def ranked(self, vector: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """``approx(vector)`` and the positions of the ``m`` best by it, best first."""
+        approx = self.approx(vector)
+        size = len(approx)
+        m = min(m, size)
+        best = np.argpartition(approx, size - m)[size - m :] if 0 < m < size else np.arange(size)
+        return approx, best[np.argsort(-approx[best], kind="stable")]
+
+    def positions(self, rowids: np.ndarray) -> np.ndarray:
+        """The positions of those of ``rowids`` this scope holds (ascending, each once; others left out)."""
+        if self._by_rowid is None:  # made once per cached scope (two threads may both make it: same answer)
+            order = np.argsort(self.rowids, kind="stable")
+            self._by_rowid = (self.rowids[order], order)
+        ordered, order = self._by_rowid
+        wanted = np.asarray(rowids, dtype=np.int64)
+        if not len(ordered) or not len(wanted):
+            return np.zeros(0, dtype=np.int64)
+        at = np.minimum(np.searchsorted(ordered, wanted), len(ordered) - 1)
+        return np.unique(order[at[ordered[at] == wanted]])
+
+    def top(
+        self, vector: np.ndarray, n: int, among: np.ndarray | None = None, approx: np.ndarray | None = None
+    ) -> list[tuple[int, float]]:
+        """The ``n`` best (rowid, cosine) pairs, best first, of the rows at positions ``among``
+        (None: all); scores always exact float32. ``approx``: ``self.approx(vector)``, when the
+        caller has it already."""
+        size = len(self.rowids) if among is None else len(among)
+        if not size or n <= 0:
             return []
         vector = np.asarray(vector, dtype=np.float32)
-        if self._codes is not None:
-            rows = self._candidates(vector, max(4 * n, 128))
-            scores = self.matrix[rows] @ vector
-        else:
-            rows = None
-            scores = self.matrix @ vector
+        pool = self.pool(n)
+        rows = among
+        if self._codes is not None and size > pool:
+            approx = self.approx(vector) if approx is None else approx
+            if among is None:
+                rows = np.argpartition(approx, len(approx) - pool)[len(approx) - pool :]
+            else:
+                part = approx[among]
+                rows = among[np.argpartition(part, len(part) - pool)[len(part) - pool :]]
+        scores = self.matrix @ vector if rows is None else self.matrix[rows] @ vector
         n = min(n, len(scores))
         best = np.argpartition(scores, len(scores) - n)[len(scores) - n :]
         best = best[np.argsort(-scores[best], kind="stable")]

@@ -12,6 +12,7 @@ from longterm.core import registry
 from longterm.testing.contract import ContractSuite
 from tests.services import PROVIDERS
 
+
 def test_every_registered_backend_has_a_test_engine():
     missing = set(registry.BUILTINS) - {p.name for p in PROVIDERS.values()}
     assert not missing, f"backends without a test engine: {missing}"

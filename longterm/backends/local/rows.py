@@ -6,7 +6,9 @@ list of row ids); ``fts_query(terms)`` is the FTS5 expression of a search, built
 quoted terms (never FTS5 syntax; the scope is the rowid range, ``schema.row_range``);
 ``put(conn, rows)`` writes rows in the caller's transaction: a new
 record at the next rowid of its scope, with its full-text row in its scope's table
-(``schema``, "Why the full-text index is ..."), a record that exists by the ``UPSERT``.
+(``schema``, "Why the full-text index is ..."), a record that exists by the ``UPSERT``; each
+with the values filters find it by (``filtering.values_of``), a record that exists with its
+values made again.
 """
 
 from __future__ import annotations
@@ -19,12 +21,16 @@ from typing import Any
 
 from ...records import Hit, MemoryRecord, Scope
 from ...retrieval.text import segment
+from .filtering import values_of
 from .schema import (
     BY_ROWID,
+    DROP_VALUES,
     HELD,
     INDEX_ROW,
     INSERT,
     MAX_SCOPE,
+    PUT_VALUE,
+    ROWID_OF,
     TAKE_ROWS,
     UPSERT,
     bucket,
@@ -107,8 +113,18 @@ def put(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]], held: Held | 
             INDEX_ROW[bucket(scope)],
             [(first + i, row[-1] if row[-1] is not None else row[7]) for i, row in enumerate(new)],
         )
+        conn.executemany(PUT_VALUE, [v for i, row in enumerate(new) for v in _values(row, first + i)])
     if again:
         conn.executemany(UPSERT, again)
+        for row in again:  # its values again, as the record now is
+            rowid = conn.execute(ROWID_OF, (row[0], row[2], row[3])).fetchone()[0]
+            conn.execute(DROP_VALUES, (rowid,))
+            conn.executemany(PUT_VALUE, _values(row, rowid))
+
+
+def _values(row: tuple[Any, ...], rowid: int) -> list[tuple[Any, ...]]:
+    """The ``record_values`` rows of a ``to_row`` row at ``rowid`` (``filtering.values_of``)."""
+    return [(row[0], *v, rowid) for v in values_of(row[10])]
 
 
 def survivors(

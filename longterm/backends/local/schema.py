@@ -17,6 +17,18 @@ from the hit's entry, whatever the session's length; without it a session's ever
 against 3.0 ms), and a one-turn save costs no more with it that ``bench/neighbours.py`` can see.
 A store made before it gets it when first opened.
 
+Why filters read ``record_values`` and not the metadata's JSON: a filter is applied before a
+search's cut, a count's or a page's, so the rows that pass must be found without reading every
+record; a scan of 100k records' metadata with SQLite's JSON functions cost ~50 ms, against a
+few for an index. Each record has a row per scalar at a metadata path and per scalar in a list
+at a path (kinds apart: ranges compare scalars only), and a row of kind 0 for a path that holds
+no scalar (an object, an empty list); keyed by (scope, path, kind, value), a filter's condition
+is a seek, equality and ranges alike, and by record, a candidate's check is one
+(``filtering.py``). Rows are written with their record (``rows.put``), go with it (the
+trigger), and are filled once for a store made before them (``upgrade.values``). The record's
+own fields are its columns: ``records_by_role`` (scope, role, author) finds a role's records,
+and an author's without reading the rows (a store made before it gets it when first opened).
+
 Why the full-text index is ``FTS_BUCKETS`` tables, and a record's rowid says its scope: FTS5's
 BM25 counts, for each query term, the rows that hold it in the whole table (its IDF), on every
 query. At a million records a frequent word ("work", "today") cost ~20 ms of such counting,
@@ -87,6 +99,7 @@ CREATE TABLE IF NOT EXISTS records (
 );
 CREATE INDEX IF NOT EXISTS records_by_time ON records (scope, timestamp);
 CREATE INDEX IF NOT EXISTS records_by_session ON records (scope, session_id, timestamp);
+CREATE INDEX IF NOT EXISTS records_by_role ON records (scope, role, author);
 CREATE TABLE IF NOT EXISTS ledger (
     scope      INTEGER NOT NULL,
     session_id TEXT NOT NULL,
@@ -99,6 +112,18 @@ CREATE TABLE IF NOT EXISTS store_meta (
 ) WITHOUT ROWID;
 CREATE TRIGGER IF NOT EXISTS records_erased AFTER DELETE ON records BEGIN
     INSERT OR IGNORE INTO ledger VALUES (old.scope, old.session_id, old.event_id);
+END;
+CREATE TABLE IF NOT EXISTS record_values (
+    scope  INTEGER NOT NULL,
+    path   TEXT NOT NULL,
+    kind   INTEGER NOT NULL,
+    value  NOT NULL,
+    record INTEGER NOT NULL,
+    PRIMARY KEY (scope, path, kind, value, record)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS record_values_by_record ON record_values (record, path, kind, value);
+CREATE TRIGGER IF NOT EXISTS record_values_gone AFTER DELETE ON records BEGIN
+    DELETE FROM record_values WHERE record = old.rowid;
 END;
 """
 #: A full-text table and its triggers, made with the first scope that needs it (``_scope``; or by
@@ -215,6 +240,45 @@ UNION ALL SELECT event_id FROM records WHERE scope = ?1 AND session_id = ?2
 INSERT_SAVED = "INSERT OR IGNORE INTO ledger VALUES (?, ?, ?)"
 GET_META = "SELECT value FROM store_meta WHERE key = ?"
 SET_META = "INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+
+# -- filters (``filtering.py``; ``where`` is a condition on ``r``, the records) --------------------
+
+#: A record's values for filters (``filtering.values_of``); INSERT OR IGNORE: 1 and 1.0 in one list are one.
+PUT_VALUE = "INSERT OR IGNORE INTO record_values (scope, path, kind, value, record) VALUES (?, ?, ?, ?, ?)"
+DROP_VALUES = "DELETE FROM record_values WHERE record = ?"
+ROWID_OF = "SELECT rowid FROM records WHERE scope = ? AND session_id = ? AND event_id = ?"
+_FILTERED_SEARCH = """
+SELECT f.rowid{columns}, f.rank FROM (
+    SELECT rowid, bm25(records_fts_{b}) AS rank FROM records_fts_{b}
+    WHERE records_fts_{b} MATCH ? AND rowid BETWEEN ? AND ?
+) AS f JOIN records AS r ON r.rowid = f.rowid
+WHERE r.scope = ? AND ({{where}}) ORDER BY f.rank LIMIT ?
+"""
+#: ``SEARCH`` and ``SEARCH_IDS`` of the records that pass: (match, first and last rowid, scope,
+#: the condition's, k); the limit after the condition, checked on each match.
+FILTERED_SEARCH = [_FILTERED_SEARCH.format(columns=", " + _RECORD, b=b) for b in range(FTS_BUCKETS)]
+FILTERED_SEARCH_IDS = [_FILTERED_SEARCH.format(columns="", b=b) for b in range(FTS_BUCKETS)]
+#: The rowids ``{rows}`` gives, less the scope's first (shorter), as one text.
+FILTERED_ROWIDS = "SELECT group_concat(id - ?) FROM ({rows})"
+#: Of the rowids in a JSON array (the vector arm's candidates), those that pass ``{where}``: by
+#: their rowids alone (``PASSING``: the values are looked up by record) or, where the condition
+#: reads the record's columns, with its row (``PASSING_ROWS``; ``+scope``: never by the scope's index).
+PASSING = "SELECT r.rowid FROM (SELECT value AS rowid FROM json_each(?)) AS r WHERE {where}"
+PASSING_ROWS = """
+SELECT r.rowid FROM records AS r WHERE r.rowid IN (SELECT value FROM json_each(?)) AND +r.scope = ? AND ({where})
+"""
+FILTERED_SCAN = f"""
+SELECT rowid, {COLUMNS} FROM records AS r
+WHERE scope = ? AND (session_id, event_id) > (?, ?) AND ({{where}}) ORDER BY session_id, event_id LIMIT ?
+"""
+FILTERED_NEWEST = f"""
+SELECT rowid, {COLUMNS} FROM records AS r
+WHERE scope = ? AND (timestamp, rowid) < (?, ?) AND ({{where}}) ORDER BY timestamp DESC, rowid DESC LIMIT ?
+"""
+FILTERED_OLDEST = f"""
+SELECT rowid, {COLUMNS} FROM records AS r
+WHERE scope = ? AND (timestamp, rowid) > (?, ?) AND ({{where}}) ORDER BY timestamp, rowid LIMIT ?
+"""
 
 # -- vectors (``vectors.py``) -----------------------------------------------------------------
 

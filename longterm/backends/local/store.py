@@ -41,9 +41,8 @@ from ...config import env, parse_backend_config
 from ...config.hybrid import HybridOptions
 from ...config.local import LOCAL_MAX_RECORD_BYTES, LocalConfig
 from ...core.aliases import Ids, Records, Vectors
-from ...core.engine import Engine, Query
 from ...core.errors import Rule
-from ...core.selection import Page, unsaved
+from ...core.selection import unsaved
 from ...core.sqlite import (
     BUSY_TIMEOUT_MS,
     SQLITE_RULES,
@@ -53,9 +52,10 @@ from ...core.sqlite import (
     reader,
     write_transaction,
 )
-from ...records import Hit, MemoryRecord, Scope
+from ...records import MemoryRecord, Scope
 from . import schema as sql
-from .rows import Held, fts_query, put, survivors, to_record, to_row
+from .reads import LocalReads
+from .rows import Held, put, to_row
 from .sessions import LocalSessions
 from .upgrade import upgrade
 
@@ -83,13 +83,14 @@ SLOW_READ = (
 _INHERITED: list[sqlite3.Connection] = []
 
 
-class LocalBackend(LocalSessions, Engine):
+class LocalBackend(LocalSessions, LocalReads):
     name: ClassVar[str] = "local"
     unreachable: ClassVar[str] = "Check the path and its permissions."
     rules: ClassVar[Sequence[Rule]] = SQLITE_RULES
     atomic_save = True  # records and ledger in one transaction
     embeds_later = True
     native_hybrid = True  # fused on row ids before a record is parsed
+    filters_exact = True  # the whole filter, in SQL (``filtering``), before every cut (``reads``)
     purge_note: ClassVar[str] = (
         "nothing more to compact: every local erase purges at once (secure delete, the full-text index merged, "
         "the WAL truncated)"
@@ -298,34 +299,6 @@ class LocalBackend(LocalSessions, Engine):
             self._vectors.write_late(conn, cast("list[tuple[int, str]]", list(keys)), vectors)  # ``_unembedded``'s
 
     @override
-    def _fulltext(self, scope: Scope, query: Query, k: int) -> list[tuple[MemoryRecord, float]]:
-        conn = self._reader()
-        scope_id = self._scope(scope.app_name, scope.user_id, conn=conn)
-        if scope_id is None:
-            return []
-        args = (fts_query(query.terms), *sql.row_range(scope_id), scope_id, k)
-        rows = conn.execute(sql.SEARCH[sql.bucket(scope_id)], args)
-        return [(to_record(row[1:-1], scope), -row[-1]) for row in rows]
-
-    @override
-    def _search(self, scope: Scope, query: Query, vector: np.ndarray | None, k: int, degraded: str | None) -> list[Hit]:
-        # Fuse on row ids and scores first; read and parse only the records that survive.
-        # A large scope's int8 scan runs on another thread while SQLite does full text.
-        assert self._vectors is not None
-        conn = self._reader()
-        scope_id = self._scope(scope.app_name, scope.user_id, conn=conn)
-        if scope_id is None:
-            return []
-        vectors, depth = self._vectors, self.hybrid.depth(k)
-        scoped = vectors.matrix(conn, scope_id)
-        pending = vectors.top_soon(scoped, vector, depth) if vector is not None else None
-        args = (fts_query(query.terms), *sql.row_range(scope_id), scope_id, depth)
-        text_rows = [(r[0], -r[1]) for r in conn.execute(sql.SEARCH_IDS[sql.bucket(scope_id)], args)]
-        near = pending.result() if pending is not None else []
-        fused = self.hybrid.fuse({"fulltext": text_rows, "vector": near})
-        return survivors(conn, fused, scope, scope_id, k, degraded)
-
-    @override
     def _remove(self, scope: Scope, ids: Sequence[str] | None, session_id: str | None) -> int:
         """Delete, and leave none of the deleted words in the file: the full-text index merged
         in the same transaction (``PURGE``), the WAL truncated after it."""
@@ -345,34 +318,6 @@ class LocalBackend(LocalSessions, Engine):
         if gone:
             truncate_wal(self.conn, self.path)
         return gone
-
-    @override
-    def _count(self, scope: Scope) -> int:
-        conn = self._reader()
-        scope_id = self._scope(scope.app_name, scope.user_id, conn=conn)
-        return 0 if scope_id is None else int(conn.execute(sql.COUNT, (scope_id,)).fetchone()[0])
-
-    @override
-    def _page(self, scope: Scope, cursor: Any, size: int) -> Page:
-        conn = self._reader()
-        scope_id = self._scope(scope.app_name, scope.user_id, conn=conn)
-        if scope_id is None:
-            return [], None
-        after = cursor or ("", "")
-        rows = conn.execute(sql.SCAN, (scope_id, *after, size)).fetchall()
-        return [to_record(r[1:], scope) for r in rows], (tuple(rows[-1][2:4]) if len(rows) == size else None)
-
-    @override
-    def _page_by_time(self, scope: Scope, cursor: Any, size: int, newest_first: bool) -> Page:
-        conn = self._reader()
-        scope_id = self._scope(scope.app_name, scope.user_id, conn=conn)
-        if scope_id is None:
-            return [], None
-        start = (float("inf"), 0) if newest_first else (float("-inf"), 0)
-        at = tuple(cursor) if cursor else start
-        rows = conn.execute(sql.NEWEST if newest_first else sql.OLDEST, (scope_id, *at, size)).fetchall()
-        nxt = [rows[-1][9], rows[-1][0]] if len(rows) == size else None  # (timestamp, rowid) of the last
-        return [to_record(r[1:], scope) for r in rows], nxt
 
     @override
     def _scopes(self) -> list[tuple[str, str, int]]:

@@ -7,6 +7,9 @@ over once, in one write transaction, safe against another process doing the same
 record renumbered into its scope's rowid range, its vector with it, and the full-text tables
 filled from the records (``schema``, "Why the full-text index is ..."): the tables of the
 buckets in use, and their triggers, made after the rows moved, so that moving them fires none.
+Then, once per store (``values``, behind the ``record_values`` mark in ``store_meta``), the
+values filters find records by, from each record's metadata (a store made before filters has
+the table empty; the records' words and rowids are left as they are).
 
 Why apart from the engine: an upgrade reads a layout the engine writes no more, and goes
 when that version is no longer supported; the store keeps only the current schema.
@@ -20,7 +23,8 @@ from pathlib import Path
 
 from ...core.sqlite import write_transaction
 from ...retrieval.text import segment
-from .schema import BUCKET_DDL, COLUMNS, FTS_BUCKETS, ROW_BITS, stored_id
+from .filtering import values_of
+from .schema import BUCKET_DDL, COLUMNS, FTS_BUCKETS, PUT_VALUE, ROW_BITS, stored_id
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +129,33 @@ def local_v2(conn: sqlite3.Connection, path: Path) -> None:
             _cluster(conn)
 
 
+#: A store whose records all have their ``record_values`` (new ones get them as they are written).
+VALUED = "SELECT 1 FROM store_meta WHERE key = 'record_values'"
+MARK_VALUED = "INSERT OR IGNORE INTO store_meta (key, value) VALUES ('record_values', '1')"
+#: Records to give values, a batch at a time in rowid order (after the last rowid done).
+UNVALUED = "SELECT rowid, scope, metadata FROM records WHERE rowid > ? ORDER BY rowid LIMIT ?"
+BATCH = 5000
+
+
+def values(conn: sqlite3.Connection, path: Path) -> None:
+    """Give each record of a store made before filters its ``record_values``, once (``VALUED``)."""
+    if conn.execute(VALUED).fetchone():
+        return
+    with write_transaction(conn):
+        if conn.execute(VALUED).fetchone():  # another process did it
+            return
+        if conn.execute("SELECT 1 FROM records LIMIT 1").fetchone():
+            log.warning("local %s: indexing the records' metadata for filters (once; it may take a while)", path)
+        conn.execute("DELETE FROM record_values")  # none: written only with the mark, in one transaction
+        last = -1
+        while rows := conn.execute(UNVALUED, (last, BATCH)).fetchall():
+            conn.executemany(PUT_VALUE, [(s, *v, rowid) for rowid, s, m in rows for v in values_of(m)])
+            last = rows[-1][0]
+        conn.execute(MARK_VALUED)
+
+
 def upgrade(conn: sqlite3.Connection, path: Path) -> None:
-    """Move an older store to this schema (``local_v1``, ``local_v2``)."""
+    """Move an older store to this schema (``local_v1``, ``local_v2``, then ``values``)."""
     local_v1(conn, path)
     local_v2(conn, path)
+    values(conn, path)

@@ -1,0 +1,144 @@
+"""The local store's reads: searches, counts and pages, each with or without a filter.
+
+The seam: ``LocalReads``, a base of ``LocalBackend``, implements the read primitives of
+``core.engine`` (``_fulltext``, ``_search``, ``_count``, ``_page``, ``_page_by_time``) on the
+reader's connection, every statement bound to the scope's id. With ``where``, the whole filter
+(``where.filter``) is applied in the same statement, before its limit (``filtering``): a count
+counts the filter's rows, a page and full text check each record they walk, and the vector arm
+ranks the cached scope and keeps only rows that pass (``vectors.nearest``); so the engine
+declares ``filters_exact`` and the core looks at nothing twice.
+
+Why a filtered search is still fused on row ids: both arms give their best passing rows, and
+only the fused survivors are read and parsed, as without a filter (``store``, "Why so").
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING, Any
+
+from typing_extensions import override
+
+from ...core.engine import Engine, Query
+from ...core.selection import Page
+from ...core.where import Where
+from ...records import Hit, MemoryRecord, Scope
+from . import schema as sql
+from .filtering import Compiled, compile_filter
+from .rows import fts_query, survivors, to_record
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .vectors import VectorStore
+
+
+class LocalReads(Engine):
+    """The read primitives of the local store (see the module docstring)."""
+
+    if TYPE_CHECKING:  # ``LocalBackend``'s, which this is a base of
+        _vectors: VectorStore | None
+
+        def _reader(self) -> sqlite3.Connection: ...
+
+        def _scope(
+            self, app: str, user: str, *, create: bool = False, conn: sqlite3.Connection | None = None
+        ) -> int | None: ...
+
+    def _scoped(self, scope: Scope, where: Where | None) -> tuple[sqlite3.Connection, int | None, Compiled | None]:
+        """This thread's reader, the scope's id (None: no such scope) and ``where`` compiled for it."""
+        conn = self._reader()
+        scope_id = self._scope(scope.app_name, scope.user_id, conn=conn)
+        passing = compile_filter(where.filter, scope_id) if where is not None and scope_id is not None else None
+        return conn, scope_id, passing
+
+    @override
+    def _fulltext(
+        self, scope: Scope, query: Query, k: int, where: Where | None = None
+    ) -> list[tuple[MemoryRecord, float]]:
+        conn, scope_id, passing = self._scoped(scope, where)
+        if scope_id is None:
+            return []
+        match, (lo, hi) = fts_query(query.terms), sql.row_range(scope_id)
+        if passing is None:
+            rows = conn.execute(sql.SEARCH[sql.bucket(scope_id)], (match, lo, hi, scope_id, k))
+        else:
+            statement = sql.FILTERED_SEARCH[sql.bucket(scope_id)].format(where=passing.where)
+            rows = conn.execute(statement, (match, lo, hi, scope_id, *passing.where_args, k))
+        return [(to_record(row[1:-1], scope), -row[-1]) for row in rows]
+
+    @override
+    def _search(
+        self,
+        scope: Scope,
+        query: Query,
+        vector: np.ndarray | None,
+        k: int,
+        degraded: str | None,
+        where: Where | None = None,
+    ) -> list[Hit]:
+        # Fuse on row ids and scores first; read and parse only the records that survive.
+        # A large scope's int8 scan runs on another thread while SQLite does full text.
+        assert self._vectors is not None
+        conn, scope_id, passing = self._scoped(scope, where)
+        if scope_id is None:
+            return []
+        vectors, depth = self._vectors, self.hybrid.depth(k)
+        scoped = vectors.matrix(conn, scope_id)
+        match, (lo, hi) = fts_query(query.terms), sql.row_range(scope_id)
+        if passing is None:
+            pending = vectors.top_soon(scoped, vector, depth) if vector is not None else None
+            args: tuple[Any, ...] = (match, lo, hi, scope_id, depth)
+            text_rows = [(r[0], -r[1]) for r in conn.execute(sql.SEARCH_IDS[sql.bucket(scope_id)], args)]
+            near = pending.result() if pending is not None else []
+        else:
+            from .vectors import nearest
+
+            ranked = vectors.ranked_soon(scoped, vector, depth) if vector is not None else None
+            statement = sql.FILTERED_SEARCH_IDS[sql.bucket(scope_id)].format(where=passing.where)
+            args = (match, lo, hi, scope_id, *passing.where_args, depth)
+            text_rows = [(r[0], -r[1]) for r in conn.execute(statement, args)]
+            near = []
+            if vector is not None and ranked is not None:
+                near = nearest(conn, scoped, vector, ranked.result(), depth, scope_id, passing)
+        fused = self.hybrid.fuse({"fulltext": text_rows, "vector": near})
+        return survivors(conn, fused, scope, scope_id, k, degraded)
+
+    @override
+    def _count(self, scope: Scope, where: Where | None = None) -> int:
+        conn, scope_id, passing = self._scoped(scope, where)
+        if scope_id is None:
+            return 0
+        if passing is None:
+            return int(conn.execute(sql.COUNT, (scope_id,)).fetchone()[0])
+        return int(conn.execute(passing.count, passing.count_args).fetchone()[0])
+
+    @override
+    def _page(self, scope: Scope, cursor: Any, size: int, where: Where | None = None) -> Page:
+        conn, scope_id, passing = self._scoped(scope, where)
+        if scope_id is None:
+            return [], None
+        after = cursor or ("", "")
+        if passing is None:
+            rows = conn.execute(sql.SCAN, (scope_id, *after, size)).fetchall()
+        else:
+            statement = sql.FILTERED_SCAN.format(where=passing.where)
+            rows = conn.execute(statement, (scope_id, *after, *passing.where_args, size)).fetchall()
+        return [to_record(r[1:], scope) for r in rows], (tuple(rows[-1][2:4]) if len(rows) == size else None)
+
+    @override
+    def _page_by_time(
+        self, scope: Scope, cursor: Any, size: int, newest_first: bool, where: Where | None = None
+    ) -> Page:
+        conn, scope_id, passing = self._scoped(scope, where)
+        if scope_id is None:
+            return [], None
+        start = (float("inf"), 0) if newest_first else (float("-inf"), 0)
+        at = tuple(cursor) if cursor else start
+        if passing is None:
+            rows = conn.execute(sql.NEWEST if newest_first else sql.OLDEST, (scope_id, *at, size)).fetchall()
+        else:
+            statement = (sql.FILTERED_NEWEST if newest_first else sql.FILTERED_OLDEST).format(where=passing.where)
+            rows = conn.execute(statement, (scope_id, *at, *passing.where_args, size)).fetchall()
+        nxt = [rows[-1][9], rows[-1][0]] if len(rows) == size else None  # (timestamp, rowid) of the last
+        return [to_record(r[1:], scope) for r in rows], nxt
