@@ -223,12 +223,16 @@ def delete(
     these) every memory of a user in an app (in the index holding them, unless --index)."""
     filters = filters_of(filter_pairs, filter_json)
     narrowed = before is not None or filters is not None
-    if memory_id is not None and (session_id is not None or narrowed):
+    if memory_id is not None and session_id is not None:
+        raise click.UsageError("pass --id or --session, not both.")
+    if memory_id is not None and narrowed:
         raise click.UsageError("pass --id alone, or any of --session, --before and --filter.")
     index = asyncio.run(locate_index(factory(ctx), app_name, user_id, index=given_index(ctx)))
     if memory_id is not None:
         what = f"memory {memory_id!r}"
-    elif session_id is not None or narrowed:
+    elif session_id is not None and not narrowed:
+        what = f"the memories of session {session_id!r} of user {user_id!r} in app {app_name!r}"
+    elif narrowed:
         parts = [f"of session {session_id!r}"] if session_id is not None else []
         parts += [f"saved before {before}"] if before is not None else []
         parts += ["passing the filter"] if filters is not None else []

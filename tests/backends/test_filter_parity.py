@@ -26,10 +26,10 @@ FILTERS: list[dict[str, Any]] = [
     {"n": {"$gte": 0}},
     {"topic": {"$lt": "b"}},
     {"project.phase": {"$exists": True}},
-    {"project.n": {"$ne": 0}},
+    {"project.n": {"$ne": 1}},
     {"$or": [{"role": "user", "session_id": "s1"}, {"timestamp": {"$gt": 102}}]},
     {"$not": {"$and": [{"author": "alice"}, {"topic": {"$exists": False}}]}},
-    {"metadata.project.phase": None},
+    {"metadata.project.phase": {"$in": [1, "Travel", False]}},
 ]
 
 

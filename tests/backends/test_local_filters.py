@@ -17,7 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from longterm import LongTermMemory
+from longterm.backends.local import reads
 from longterm.backends.local.filtering import compile_filter
+from longterm.backends.local.reads import FEW_PAGES
 from longterm.backends.local.vectors import RANKED, nearest
 from longterm.core.filters import matches
 from longterm.core.where import where_of
@@ -201,9 +203,17 @@ def test_a_drawn_filter_lists_counts_pages_and_searches_what_the_reference_passe
     got = [r.id for r in memory.portal.call(_scan(backend, scope, where))]
     assert sorted(got) == want and len(got) == len(set(got)), spec
     assert memory.portal.call(backend.count(scope, where=where)) == len(want), spec
-    by_time = sorted(passing, key=lambda r: r.timestamp)
+    by_time = [r.timestamp for r in sorted(passing, key=lambda r: r.timestamp)]
     oldest = memory.portal.call(_pages(backend, scope, where, newest_first=False))
-    assert [r.timestamp for r in oldest] == [r.timestamp for r in by_time] and sorted(r.id for r in oldest) == want
+    assert [r.timestamp for r in oldest] == by_time and sorted(r.id for r in oldest) == want, spec
+    reads.FEW_PAGES = 0  # each record walked probed, however few pass
+    try:
+        newest = memory.portal.call(_pages(backend, scope, where, newest_first=True))
+        walked = [r.id for r in memory.portal.call(_scan(backend, scope, where))]
+    finally:
+        reads.FEW_PAGES = FEW_PAGES
+    assert [r.timestamp for r in newest] == by_time[::-1] and sorted(r.id for r in newest) == want, spec
+    assert sorted(walked) == want, spec
     hits = memory.portal.call(backend.search(scope, "memory about the harbour", 60, where=where))
     assert sorted(h.record.id for h in hits) == want, spec
 
@@ -215,17 +225,25 @@ async def test_values_follow_every_write_and_erase(tmp_path: Path) -> None:
     backend = (await memory.located(APP, USER)).backend
     scope = memory.scope(APP, USER)
     a = make_record("a harbour note", app=APP, user=USER, session="s1", event="e1", metadata={"topic": "old"})
-    b = make_record("another harbour note", app=APP, user=USER, session="s2", event="e2", metadata={"secret": "x"})
+    secret = {"secret": "Qzorbelline", "deeper": {"k": [7_316_029_461]}}
+    b = make_record("another harbour note", app=APP, user=USER, session="s2", event="e2", metadata=secret)
     await backend.upsert([a, b])
     await backend.upsert([make_record(a.text, app=APP, user=USER, session="s1", event="e1", metadata={"topic": "new"})])
     assert await backend.count(scope, where=where_of({"topic": "old"})) == 0
     assert [r.id for r in await _scan(backend, scope, where_of({"topic": "new"}))] == [a.id]
     await backend.delete(scope, session_id="s2")
     assert await backend.count(scope, where=where_of({"secret": {"$exists": True}})) == 0
-    assert backend.conn.execute("SELECT count(*) FROM record_values WHERE value = 'x'").fetchone()[0] == 0
-    await backend.delete(scope)
-    assert backend.conn.execute("SELECT count(*) FROM record_values").fetchone()[0] == 0
+    assert backend.conn.execute("SELECT count(*) FROM record_values WHERE path LIKE '%secret%'").fetchone()[0] == 0
     await memory.close()
+    for stored in tmp_path.iterdir():  # the erase's secure delete zeroed the values' bytes too
+        data = stored.read_bytes()
+        needles = (b"Qzorbelline", b"7316029461", (7_316_029_461).to_bytes(6, "big"))  # the JSON, the index's int
+        assert not [n for n in needles if n in data], stored.name
+    again = _memory(tmp_path / "m.db")
+    backend = (await again.located(APP, USER)).backend
+    await backend.delete(again.scope(APP, USER))
+    assert backend.conn.execute("SELECT count(*) FROM record_values").fetchone()[0] == 0
+    await again.close()
 
 
 async def test_operands_no_store_could_hold_compare_as_the_reference_does(tmp_path: Path) -> None:
@@ -271,6 +289,7 @@ async def test_a_store_written_before_filters_gets_its_values_once_at_open(tmp_p
     backend = (await again.located(APP, USER)).backend
     scope = again.scope(APP, USER)
     assert _values(tmp_path / "m.db") == before
+    assert backend.conn.execute("SELECT value FROM store_meta WHERE key = 'record_values'").fetchone() == ("1",)
     assert backend.conn.execute("SELECT count(*) FROM records_fts_1").fetchone() == words
     for spec in ({"topic": "travel"}, {"project.n": {"$exists": True}}, {"role": "user", "n": {"$gte": 1}}):
         where = where_of(spec)

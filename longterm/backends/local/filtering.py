@@ -1,24 +1,25 @@
 """Filters on the local store: the values a record is found by, and a filter as SQL over them.
 
-The seam: ``values_of(author, role, metadata)`` gives a record's ``record_values`` rows (path,
-kind, value; ``schema``, "Why filters read ``record_values``"), written with the record.
-``compile_filter(filter, scope)`` (a ``core.filters.Filter``) gives ``Compiled``: ``rows``, a
-SELECT of the rowids (``id``) of the scope's records that pass, made of seeks (of
-``record_values`` by (scope, path, kind, value), of the records' session and time indexes)
-joined by INTERSECT, UNION and EXCEPT, for a count and for the rows a search may return; and
-``where``, the same filter as a condition on one record ``r`` (its values probed by record, its
-columns), for what walks records in an order of its own: a page, full text's matches, the vector
-arm's candidates. Both mean what ``core.filters.matches`` means, exactly: the whole filter is
-applied here (``LocalBackend.filters_exact``), ranges over metadata too.
+The seam: ``values_of(metadata)`` gives the ``record_values`` rows (path, kind, value) of a
+record's stored metadata (``schema``, "Why filters read ``record_values``"), written with the
+record. ``compile_filter(filter, scope)`` (a ``core.filters.Filter``) gives ``Compiled``:
+``rows``, a SELECT of the rowids (``id``) of the scope's records that pass, made of seeks (of
+``record_values`` by (scope, path, kind, value), of the records' indexes by session, role and
+time) joined by INTERSECT, UNION and EXCEPT, for a count and for the rows a search may return;
+and ``where``, the same filter as a condition on one record ``r`` (its values probed, its
+columns read), for what walks records in an order of its own: a page, full text's matches, the
+vector arm's candidates. Both mean what ``core.filters.matches`` means, exactly: the whole
+filter is applied here (``LocalBackend.filters_exact``), ranges over metadata too.
 
 How the semantics hold: a value's kind is kept beside it (null, boolean, number, string; a list's
 elements under kinds of their own), so ``True`` never meets ``1``, while 1 and 1.0 are one number
 to SQLite; equality and ``$in`` look at scalars and list elements, ranges at scalars only; a path
-is there when its ``PRESENT`` row is, so a missing path (or one through a non-object) passes
-only ``$ne``, ``$nin``, ``$not`` and ``$exists: false``, each the negation of a lookup; text
-compares by code point (SQLite's binary collation over UTF-8). Paths are JSON arrays of their
-keys (ASCII, so any key can be named) and every value is a bound parameter: nothing a caller
-sends enters the SQL's text.
+is there when it has a row of any kind (``PRESENT`` for one that holds no scalar), so a missing
+path (or one through a non-object) passes only ``$ne``, ``$nin``, ``$not`` and ``$exists:
+false``, each the negation of a lookup; text compares by code point (SQLite's binary collation
+over UTF-8); the record's fields are its columns, each of one kind. Paths are JSON arrays of
+their keys (ASCII, so any key can be named) and every value is a bound parameter: nothing a
+caller sends enters the SQL's text.
 """
 
 from __future__ import annotations
@@ -175,6 +176,8 @@ class Compiled:
     count: str
     """How many records pass (a negation: all of the scope's less those of what it negates)."""
     count_args: tuple[Any, ...]
+    streams: bool
+    """``rows`` is one seek, read as it goes (a compound one is made whole first)."""
 
 
 def _marks(n: int) -> str:
@@ -368,7 +371,7 @@ def compile_filter(f: Filter, scope: int) -> Compiled:
     count_args = counted.rows_args
     if counted is not rows:
         count, count_args = f"SELECT (SELECT count(*) FROM records WHERE scope = ?) - ({count})", (scope, *count_args)
-    return Compiled(rows.rows, rows.rows_args, where, where_args, columns, count, count_args)
+    return Compiled(rows.rows, rows.rows_args, where, where_args, columns, count, count_args, rows.simple)
 
 
 __all__ = ["ELEMENT", "PRESENT", "Compiled", "compile_filter", "path_key", "typed", "values_of"]

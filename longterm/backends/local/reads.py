@@ -4,9 +4,10 @@ The seam: ``LocalReads``, a base of ``LocalBackend``, implements the read primit
 ``core.engine`` (``_fulltext``, ``_search``, ``_count``, ``_page``, ``_page_by_time``) on the
 reader's connection, every statement bound to the scope's id. With ``where``, the whole filter
 (``where.filter``) is applied in the same statement, before its limit (``filtering``): a count
-counts the filter's rows, a page and full text check each record they walk, and the vector arm
-ranks the cached scope and keeps only rows that pass (``vectors.nearest``); so the engine
-declares ``filters_exact`` and the core looks at nothing twice.
+counts the filter's rows, full text checks each match, a page checks each record it walks (or,
+when few pass, looks it up among the filter's rows: ``FEW_PAGES``), and the vector arm ranks
+the cached scope and keeps only rows that pass (``vectors.nearest``); so the engine declares
+``filters_exact`` and the core looks at nothing twice.
 
 Why a filtered search is still fused on row ids: both arms give their best passing rows, and
 only the fused survivors are read and parsed, as without a filter (``store``, "Why so").
@@ -31,6 +32,22 @@ if TYPE_CHECKING:
     import numpy as np
 
     from .vectors import VectorStore
+
+
+#: A page walks the records in its order and probes each (``Compiled.where``), unless the filter
+#: is one seek passing fewer than this many pages' worth: then its rows are read first and each
+#: record walked is looked up among them (at 100k records, a page of 100 passing 1%: 2.7 ms
+#: against 15; passing 50%: 9 against 0.4, hence the count first, ~0.2 ms).
+FEW_PAGES = 20
+
+
+def _narrowed(conn: sqlite3.Connection, passing: Compiled, size: int) -> tuple[str, tuple[Any, ...]]:
+    """The condition a page of ``size`` applies, and its arguments (``FEW_PAGES``)."""
+    if passing.streams:
+        few = FEW_PAGES * size
+        if conn.execute(sql.BOUNDED_COUNT.format(rows=passing.rows), (*passing.rows_args, few)).fetchone()[0] < few:
+            return sql.AMONG.format(rows=passing.rows), passing.rows_args
+    return passing.where, passing.where_args
 
 
 class LocalReads(Engine):
@@ -122,8 +139,8 @@ class LocalReads(Engine):
         if passing is None:
             rows = conn.execute(sql.SCAN, (scope_id, *after, size)).fetchall()
         else:
-            statement = sql.FILTERED_SCAN.format(where=passing.where)
-            rows = conn.execute(statement, (scope_id, *after, *passing.where_args, size)).fetchall()
+            cond, args = _narrowed(conn, passing, size)
+            rows = conn.execute(sql.FILTERED_SCAN.format(where=cond), (scope_id, *after, *args, size)).fetchall()
         return [to_record(r[1:], scope) for r in rows], (tuple(rows[-1][2:4]) if len(rows) == size else None)
 
     @override
@@ -138,7 +155,8 @@ class LocalReads(Engine):
         if passing is None:
             rows = conn.execute(sql.NEWEST if newest_first else sql.OLDEST, (scope_id, *at, size)).fetchall()
         else:
-            statement = (sql.FILTERED_NEWEST if newest_first else sql.FILTERED_OLDEST).format(where=passing.where)
-            rows = conn.execute(statement, (scope_id, *at, *passing.where_args, size)).fetchall()
+            cond, args = _narrowed(conn, passing, size)
+            statement = (sql.FILTERED_NEWEST if newest_first else sql.FILTERED_OLDEST).format(where=cond)
+            rows = conn.execute(statement, (scope_id, *at, *args, size)).fetchall()
         nxt = [rows[-1][9], rows[-1][0]] if len(rows) == size else None  # (timestamp, rowid) of the last
         return [to_record(r[1:], scope) for r in rows], nxt

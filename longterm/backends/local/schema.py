@@ -258,6 +258,10 @@ WHERE r.scope = ? AND ({{where}}) ORDER BY f.rank LIMIT ?
 #: the condition's, k); the limit after the condition, checked on each match.
 FILTERED_SEARCH = [_FILTERED_SEARCH.format(columns=", " + _RECORD, b=b) for b in range(FTS_BUCKETS)]
 FILTERED_SEARCH_IDS = [_FILTERED_SEARCH.format(columns="", b=b) for b in range(FTS_BUCKETS)]
+#: A page's condition when few pass: the record among ``{rows}`` (made once per statement).
+AMONG = "r.rowid IN ({rows})"
+#: Whether ``{rows}`` gives fewer than ``?`` rowids (read no further than that).
+BOUNDED_COUNT = "SELECT count(*) FROM (SELECT 1 FROM ({rows}) LIMIT ?)"
 #: The rowids ``{rows}`` gives, less the scope's first (shorter), as one text.
 FILTERED_ROWIDS = "SELECT group_concat(id - ?) FROM ({rows})"
 #: Of the rowids in a JSON array (the vector arm's candidates), those that pass ``{where}``: by

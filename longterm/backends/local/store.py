@@ -1,15 +1,16 @@
 """The embedded default engine: one SQLite file, FTS5 BM25, no service, no API key.
 
-The seam: ``LocalBackend(path)`` implements the engine primitives (``core.engine``; a hit's
-neighbours in ``sessions.py``) over one SQLite file that holds the records, their vectors
-(``vectors.py``) and the ledger, written in the same transaction as the records: one file is
-the whole memory, and a save lands whole.
+The seam: ``LocalBackend(path)`` implements the engine primitives (``core.engine``; the reads,
+filtered or not, in ``reads.py``; a hit's neighbours in ``sessions.py``) over one SQLite file
+that holds the records, their vectors (``vectors.py``) and the ledger, written in the same
+transaction as the records: one file is the whole memory, and a save lands whole.
 
 Why so, in short (at length in docs/backends.md, "local"): the scope's id is in every
 statement's WHERE clause and in its rows' rowids, so a search reads only the user's range of
 the query's posting lists, in a full-text table shared with a sixteenth of the users
-(``schema``); FTS5 queries are built only from quoted ``query_terms``,
-never user syntax; hybrid search fuses on row ids before a record is parsed; WAL, ``BEGIN
+(``schema``); FTS5 queries are built only from quoted ``query_terms``, never user syntax; a
+filter is SQL over an index of the records' metadata values, applied whole before every cut
+(``filtering``); hybrid search fuses on row ids before a record is parsed; WAL, ``BEGIN
 IMMEDIATE`` and a 30 s busy timeout make several processes safe.
 
 Why reads have threads and connections of their own: a save waits for SQLite's write lock

@@ -139,8 +139,8 @@ Ranked = tuple[np.ndarray, np.ndarray]
 #: What checking one candidate costs against reading one passing rowid from the filter's index
 #: (a random probe against a sequential read, measured at 100k records): by its values alone, and
 #: with its record's row. ``nearest`` reads every passing rowid once that is the cheaper way.
-CHECK_COST = 25
-CHECK_ROW_COST = 40
+CHECK_COST = 10
+CHECK_ROW_COST = 30
 
 
 def _rowids(rows: sqlite3.Cursor, base: int) -> np.ndarray:
@@ -162,8 +162,8 @@ def nearest(
     """The ``n`` best (rowid, cosine) of ``scoped`` among the records that pass ``passing``: what
     ``scoped.top(vector, n, among=<every passing row>)`` gives (``ranked``: ``ranked_soon``'s).
 
-    The best by the scan's ranking are checked first, as many as must pass, then as many more as
-    the rate so far says are needed; once reading every passing rowid from the filter's index
+    The best by the scan's ranking are checked first, twice as many as must pass, then as many more
+    as the rate so far says are needed; once reading every passing rowid from the filter's index
     costs less than checking on (few pass), the scan runs over those alone.
     """
     approx, order = ranked
@@ -175,12 +175,15 @@ def nearest(
     check = PASSING_ROWS if passing.columns else PASSING
     statement, extra = check.format(where=passing.where), ((scope,) if passing.columns else ())
     kept: list[np.ndarray] = []
-    done, found, chunk = 0, 0, need
+    done, found, chunk = 0, 0, 2 * need
     while done < len(order):
-        part = np.sort(scoped.rowids[order[done : done + chunk]])
-        done += len(part)
-        args = (json.dumps(part.tolist()), *extra, *passing.where_args)
-        kept.append(scoped.positions(np.fromiter((r[0] for r in conn.execute(statement, args)), dtype=np.int64)))
+        at = order[done : done + chunk]
+        done += len(at)
+        at = at[np.argsort(scoped.rowids[at])]  # in rowid order: the probes walk the index forwards
+        rowids = scoped.rowids[at]
+        args = (json.dumps(rowids.tolist()), *extra, *passing.where_args)
+        ok = np.fromiter((r[0] for r in conn.execute(statement, args)), dtype=np.int64)
+        kept.append(at[np.isin(rowids, ok, assume_unique=True)])
         found += len(kept[-1])
         if found >= need or done == size:
             among = np.concatenate(kept)
@@ -191,7 +194,7 @@ def nearest(
         more = (need - found) / rate  # checks still expected
         if cost * more > size * rate:  # more than reading every passing rowid
             break
-        chunk = int(1.5 * more) + 16
+        chunk = int(1.25 * more) + 16
     base = row_range(scope)[0]
     rows = conn.execute(FILTERED_ROWIDS.format(rows=passing.rows), (base, *passing.rows_args))
     return scoped.top(vector, n, scoped.positions(_rowids(rows, base)), approx)
