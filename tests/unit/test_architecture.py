@@ -24,7 +24,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "longterm"
 #: Lowest first. A module may import from its own layer and the layers below it only.
 #: The first part of a module's name under ``longterm`` decides its layer.
 LAYERS: list[set[str]] = [
-    {"errors", "records", "telemetry", "_net", "config", "_sync", "uri"},  # the vocabulary
+    {"errors", "trees", "records", "telemetry", "_net", "config", "_sync", "uri"},  # the vocabulary
     {"retrieval", "shapes", "sessions", "policies", "saves", "transcripts", "entries", "compat"},  # pure logic
     {"core"},  # what every engine shares
     {"backends"},  # the engines' primitives
