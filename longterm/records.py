@@ -112,6 +112,10 @@ class MemoryRecord(BaseModel):
     timestamp: float = Field(0.0, ge=MIN_TIMESTAMP, le=MAX_TIMESTAMP, allow_inf_nan=False)
     """Seconds since the epoch (UTC) when the event happened."""
     metadata: dict[str, Any] = Field(default_factory=dict)
+    expires_at: float | None = Field(default=None, ge=MIN_TIMESTAMP, le=MAX_TIMESTAMP, allow_inf_nan=False)
+    """Seconds since the epoch from which it is never returned (None: it does not expire)."""
+    updated_at: float | None = Field(default=None, ge=MIN_TIMESTAMP, le=MAX_TIMESTAMP, allow_inf_nan=False)
+    """When its owner last corrected it (``update``; None: never)."""
 
     @model_validator(mode="after")
     def _content_from_text(self) -> MemoryRecord:
@@ -194,6 +198,10 @@ class Memory(BaseModel):
     kind: Literal["evidence", "fact"] = "evidence"
     metadata: dict[str, Any] = Field(default_factory=dict)
     context: list[Memory] = Field(default_factory=list)
+    expires_at: datetime | None = None
+    """When it stops being returned (None: it does not expire)."""
+    updated_at: datetime | None = None
+    """When its owner last corrected it (None: never)."""
 
     @classmethod
     def of(
@@ -215,6 +223,12 @@ class Memory(BaseModel):
             kind=kind,
             metadata=dict(record.metadata),
             context=[] if hit is None else [cls.of(r) for r in hit.context],
+            expires_at=None
+            if record.expires_at is None
+            else datetime.fromtimestamp(record.expires_at, tz=timezone.utc),
+            updated_at=None
+            if record.updated_at is None
+            else datetime.fromtimestamp(record.updated_at, tz=timezone.utc),
         )
 
 

@@ -36,6 +36,8 @@ T = TypeVar("T")
 TOKEN_FIELDS = tuple(f for f in FIELDS if f != "timestamp")
 #: Hex characters of a token (80 bits: no two of a store's tokens meet).
 TOKEN_LEN = 20
+#: The token of every record that expires (``alive``: those without it never do).
+EXPIRES = hashlib.sha256(b'["f","expires_at","?",""]').hexdigest()[:TOKEN_LEN]
 #: How far ``deeper`` reads at most (engines cap a page: OpenSearch's window is 10,000).
 DEEPEST = 10_000
 
@@ -49,12 +51,14 @@ class Has:
 
 @dataclass(frozen=True)
 class Span:
-    """The record's ``timestamp`` within [lo, hi] (an end None is open; ``*_incl`` whether it is kept)."""
+    """The record's ``field`` (``timestamp``, or ``expires_at``: ``alive``) within [lo, hi] (an end
+    None is open; ``*_incl`` whether it is kept). A record without the field is not in any span."""
 
     lo: float | None
     hi: float | None
     lo_incl: bool = True
     hi_incl: bool = True
+    field: str = "timestamp"
 
 
 @dataclass(frozen=True)
@@ -81,16 +85,21 @@ NOTHING: Node = Or(())
 
 @dataclass(frozen=True)
 class Where:
-    """A compiled filter (module docstring)."""
+    """A compiled filter (module docstring), and the moment a read is made at (``alive_at``)."""
 
-    filter: Filter
+    filter: Filter | None
+    """The caller's filter (None: none, only ``alive_at``)."""
     native: Node
-    """What an engine applies in its query."""
+    """What an engine applies in its query (``alive(alive_at)`` included)."""
     exact: bool
     """``native`` is the whole filter: what the engine returns needs no second look."""
+    alive_at: float | None = None
+    """Leave out records whose ``expires_at`` is at or before this moment (None: keep them)."""
 
     def admits(self, record: MemoryRecord) -> bool:
-        """Whether ``record`` passes the filter (``core.filters.matches``, the reference)."""
+        """Whether ``record`` passes the filter (``core.filters.matches``, the reference) and is alive."""
+        if self.alive_at is not None and record.expires_at is not None and record.expires_at <= self.alive_at:
+            return False
         return matches(self.filter, record)
 
 
@@ -106,6 +115,18 @@ def where_of(spec: Any) -> Where | None:
 def compiled(f: Filter) -> Where:
     """A filter tree (``core.filters``) as engines apply it."""
     return Where(f, _tree(f, wide=True), _exact(f))
+
+
+def living(where: Where | None, now: float) -> Where:
+    """``where`` (None: no filter) read at ``now``: what expired by then is left out too, by the
+    engine (``alive(now)`` in ``native``) before its cut, as the rest of the filter."""
+    native = alive(now) if where is None else _and([where.native, alive(now)])
+    return Where(None if where is None else where.filter, native, True if where is None else where.exact, now)
+
+
+def alive(now: float) -> Node:
+    """A record with no ``expires_at``, or one after ``now``."""
+    return Or((Neg(Has((EXPIRES,))), Span(now, None, lo_incl=False, field="expires_at")))
 
 
 # -- tokens ------------------------------------------------------------------------------------
@@ -159,9 +180,12 @@ def _walk(node: Mapping[str, Any], path: tuple[str, ...]) -> Iterator[str]:
 
 
 def record_tokens(record: MemoryRecord) -> list[str]:
-    """What an engine indexes of ``record`` for filters (each once, in a stable order)."""
+    """What an engine indexes of ``record`` for filters (each once, in a stable order): its
+    fields', its metadata's, and ``EXPIRES`` when it expires."""
     out = [token(("f", f), *(_value(getattr(record, f)) or ("z", ""))) for f in TOKEN_FIELDS]
     out.extend(_walk(record.metadata or {}, ()))
+    if record.expires_at is not None:
+        out.append(EXPIRES)
     return list(dict.fromkeys(out))
 
 
@@ -244,20 +268,23 @@ def _exact(f: Filter) -> bool:
     return all(_exact(p) for p in f.parts)
 
 
-def holds(node: Node, tokens: frozenset[str] | set[str], timestamp: float) -> bool:
-    """``node`` evaluated over a record's tokens and timestamp: what an engine's translation must
-    answer (the unit tests hold the tree to ``matches`` through it)."""
+def holds(node: Node, tokens: frozenset[str] | set[str], timestamp: float, expires_at: float | None = None) -> bool:
+    """``node`` evaluated over a record's tokens, timestamp and expiry: what an engine's
+    translation must answer (the unit tests hold the tree to ``matches`` through it)."""
     if isinstance(node, Has):
         return any(t in tokens for t in node.tokens)
     if isinstance(node, Span):
-        lo_ok = node.lo is None or (timestamp >= node.lo if node.lo_incl else timestamp > node.lo)
-        hi_ok = node.hi is None or (timestamp <= node.hi if node.hi_incl else timestamp < node.hi)
+        v = timestamp if node.field == "timestamp" else expires_at
+        if v is None:
+            return False
+        lo_ok = node.lo is None or (v >= node.lo if node.lo_incl else v > node.lo)
+        hi_ok = node.hi is None or (v <= node.hi if node.hi_incl else v < node.hi)
         return lo_ok and hi_ok
     if isinstance(node, And):
-        return all(holds(p, tokens, timestamp) for p in node.parts)
+        return all(holds(p, tokens, timestamp, expires_at) for p in node.parts)
     if isinstance(node, Or):
-        return any(holds(p, tokens, timestamp) for p in node.parts)
-    return not holds(node.part, tokens, timestamp)
+        return any(holds(p, tokens, timestamp, expires_at) for p in node.parts)
+    return not holds(node.part, tokens, timestamp, expires_at)
 
 
 def given(where: Where | None) -> dict[str, Where]:
@@ -298,7 +325,10 @@ __all__ = [
     "Or",
     "Span",
     "Where",
+    "EXPIRES",
+    "alive",
     "deeper",
+    "living",
     "given",
     "holds",
     "record_tokens",

@@ -138,7 +138,7 @@ def filters(value: Any, *, facts_pass: bool = False) -> Where | None:
     ``facts_pass``: the fact layer's records pass whatever the filter says (a search's facts are
     not filtered by metadata: they hold none of the user's)."""
     where = where_of(value)
-    if where is None or not facts_pass:
+    if where is None or where.filter is None or not facts_pass:
         return where
     facts = Cond("session_id", ("session_id",), "$eq", FACTS_SESSION)
     return compiled(Any_((facts, where.filter)))
