@@ -105,11 +105,12 @@ class Erasures:
         marks.update(added)
         return self.erased_since(scope, marks - set(added))
 
-    async def erase(self, scope: Scope) -> int:
+    async def erase(self, scope: Scope, superseded: Collection[str] = ()) -> int:
         """After evidence was deleted (``begin`` first): the facts follow it (``agree``); return
-        how many facts went."""
+        how many facts went. ``superseded``: records still there whose words their owner
+        corrected (``update``): facts of the old words follow them as if they were erased."""
         marks = await self.read(scope)
-        gone = await self.agree(scope, erased=self._erasing.pop(scope, set()))
+        gone = await self.agree(scope, erased=self._erasing.pop(scope, set()), superseded=superseded)
         self.settled(scope, marks)
         return gone
 
@@ -124,7 +125,11 @@ class Erasures:
             self.settled(scope, marks)
 
     async def agree(
-        self, scope: Scope, records: list[MemoryRecord] | None = None, erased: set[str] | None = None
+        self,
+        scope: Scope,
+        records: list[MemoryRecord] | None = None,
+        erased: set[str] | None = None,
+        superseded: Collection[str] = (),
     ) -> int:
         """Make the user's facts agree with the evidence in the store (``records``: the user's
         records, already read). A fact whose evidence is all gone is deleted, one that lost some
@@ -137,7 +142,7 @@ class Erasures:
         if records is None:
             records = [rec async for rec in self.backend.scan(scope)]
         facts = {f.id: f for f in map(Fact.of, records) if f is not None}
-        present = {r.id: r for r in records if not is_fact(r)}
+        present = {r.id: r for r in records if not is_fact(r) and r.id not in superseded}
         gone: set[str] = set()
         changed: dict[str, Fact] = {}
         now = time.time()

@@ -118,10 +118,11 @@ class FactLayer:
         erased = await self._erasures.begin(scope, session_id=session_id, memory_id=memory_id, memory_ids=memory_ids)
         self._worker.drop(scope, erased)
 
-    async def erase(self, scope: Scope) -> int:
+    async def erase(self, scope: Scope, superseded: Collection[str] = ()) -> int:
         """After evidence was deleted (``begin_erase`` first): the facts follow it; return how
-        many facts went."""
-        return await self._worker.run(self._erasures.erase(scope))
+        many facts went. ``superseded``: records whose words were corrected (``update``), whose
+        facts go as if they were erased."""
+        return await self._worker.run(self._erasures.erase(scope, superseded))
 
     # -- maintenance ------------------------------------------------------------------------
 

@@ -26,13 +26,15 @@ from datetime import datetime
 from typing import Any
 
 from .._sync import sync_twin
+from ..core.where import living
 from ..facts import SearchKind, is_fact
 from ..policies import resolve_policy
 from ..records import Memory, MemoryPage, MemoryRecord, SaveResult, name_id
 from ..shapes import as_messages
 from ..tools import MemoryTool
 from ..uri import parse_uri
-from . import inputs
+from . import inputs, lifetimes
+from .correcting import Corrector, narrowed
 from .reading import as_memory
 from .service import MemoryService
 
@@ -59,6 +61,8 @@ class LongTermMemory(MemoryService):
         session_id: str | None = None,
         metadata: Mapping[str, object] | None = None,
         policy: Any = "all",
+        ttl: Any = None,
+        expires_at: Any = None,
     ) -> SaveResult:
         """Remember ``messages``: a string, one message or a list (OpenAI, mem0, LangChain, ADK
         shapes; see ``longterm.shapes``), for ``user_id`` in this memory's app.
@@ -67,12 +71,15 @@ class LongTermMemory(MemoryService):
         ``policy=`` says otherwise. Without ``session_id`` each call is a session of its own, so
         the same sentence added twice is two memories; with one, calls add to that session and
         an event saved before (same id, or same author, time and content) is not saved again.
+        ``ttl`` (seconds or a ``timedelta``, from now) or ``expires_at`` (an aware datetime, seconds
+        or ISO 8601): when these memories stop being returned (default: the memory's ``ttl``).
         """
         scope = inputs.scope(self.default_app, user_id)
         sid = f"add-{uuid.uuid4().hex}" if session_id is None else name_id("session_id", session_id)
         raw = as_messages(messages)
         meta = inputs.metadata(metadata, "metadata")
-        return await self._own.saver.events(scope, sid, raw, resolve_policy(policy), meta)
+        expires = self._expiry(ttl, expires_at)
+        return await self._own.saver.events(scope, sid, raw, resolve_policy(policy), meta, expires)
 
     async def search(
         self,
@@ -100,7 +107,8 @@ class LongTermMemory(MemoryService):
     async def get(self, memory_id: str, *, user_id: str) -> Memory | None:
         """The user's memory with id ``memory_id`` (None: there is none)."""
         scope = inputs.scope(self.default_app, user_id)
-        return await (await self._route(scope)).reader.get(scope, inputs.text_id("memory_id", memory_id))
+        reader = (await self._route(scope)).reader
+        return await reader.get(scope, inputs.text_id("memory_id", memory_id), self.clock_now())
 
     async def get_all(
         self,
@@ -115,9 +123,61 @@ class LongTermMemory(MemoryService):
         pass ``page.next_cursor`` for the next. Each page is one engine call (``page_by_time``),
         whatever the user holds. ``filters``: only memories that pass it (``longterm.core.filters``;
         a page may then hold fewer than ``limit`` while ``next_cursor`` says more follow)."""
-        scope, where = inputs.scope(self.default_app, user_id), inputs.filters(filters)
+        scope, where = inputs.scope(self.default_app, user_id), living(inputs.filters(filters), self.clock_now())
         reader = (await self._route(scope)).reader
         return await reader.page(scope, inputs.bounded_int("limit", limit), cursor, bool(newest_first), where)
+
+    async def update(
+        self,
+        memory_id: str,
+        *,
+        user_id: str,
+        text: str | None = None,
+        metadata: Mapping[str, object] | None = None,
+        merge: bool = False,
+        app_name: str | None = None,
+    ) -> Memory | None:
+        """Correct the user's memory ``memory_id`` (of ``app_name``, default this memory's app): its
+        words (``text``; full text and vectors made anew) and/or ``metadata`` (replaced, or merged with
+        ``merge=True``); the id stays, ``updated_at`` is set. The old words go as an erase's do, with
+        their facts, and no replay or ``reconsider=True`` brings them back. None: no such memory."""
+        scope = inputs.scope(app_name or self.default_app, user_id)
+        meta = None if metadata is None else inputs.metadata(metadata, "metadata")
+        fixer = Corrector(await self._route(scope))
+        at = self.clock_now()
+        new = await fixer.update(
+            scope, inputs.text_id("memory_id", memory_id), text=text, metadata=meta, merge=merge, at=at
+        )
+        return None if new is None else as_memory(new)
+
+    async def extend(
+        self,
+        memory_id: str,
+        *,
+        user_id: str,
+        ttl: Any = None,
+        expires_at: Any = None,
+        app_name: str | None = None,
+    ) -> Memory | None:
+        """Move the expiry of the user's memory ``memory_id``: ``ttl`` from now, or ``expires_at``
+        (neither: it never expires). None: no such memory, or it already expired."""
+        scope = inputs.scope(app_name or self.default_app, user_id)
+        now = self.clock_now()
+        expires = lifetimes.expiry(now, ttl=ttl, expires_at=expires_at)
+        new = await Corrector(await self._route(scope)).extend(
+            scope, inputs.text_id("memory_id", memory_id), expires, now
+        )
+        return None if new is None else as_memory(new)
+
+    async def sweep_expired(
+        self, *, user_id: str | None = None, app_name: str | None = None, dry_run: bool = False
+    ) -> int:
+        """Erase what expired (of ``user_id``, else of every user of the app), with an erase's
+        guarantees: reads never return it already; this takes its words out of the store. How many."""
+        app, now = app_name or self.default_app, self.clock_now()
+        users = [user_id] if user_id is not None else sorted({u for a, u, _ in await self.scopes() if a == app})
+        scopes = [inputs.scope(app, user) for user in users]
+        return sum([await Corrector(await self._route(s)).sweep(s, now, dry_run=dry_run) for s in scopes])
 
     async def delete(self, memory_id: str, *, user_id: str) -> bool:
         """Erase the user's memory ``memory_id``; True if there was one."""
@@ -165,14 +225,9 @@ class LongTermMemory(MemoryService):
         ``session_id``, saved before ``before``, passing ``filters`` (none: all of them); how many
         went (``dry_run``: would go, nothing erased)."""
         app = app_name
-        narrow = [
-            *([dict(filters)] if filters else []),
-            *([{"session_id": session_id}] if session_id is not None else []),
-            *([{"timestamp": {"$lt": before}}] if before is not None else []),
-        ]
-        if not dry_run and (not narrow or (session_id is not None and len(narrow) == 1)):
+        spec = narrowed(filters, session_id, before)
+        if not dry_run and (spec is None or (before is None and not filters)):
             return await self.delete_memory(app_name=app, user_id=user_id, session_id=session_id)
-        spec = {"$and": narrow} if narrow else None
         ids = [r.id async for r in self.iter_records(app_name=app, user_id=user_id, filters=spec) if not is_fact(r)]
         if dry_run:
             return len(ids)
@@ -276,6 +331,9 @@ class LongTermMemory(MemoryService):
     search_sync = sync_twin(search)
     get_sync = sync_twin(get)
     get_all_sync = sync_twin(get_all)
+    update_sync = sync_twin(update)
+    extend_sync = sync_twin(extend)
+    sweep_expired_sync = sync_twin(sweep_expired)
     delete_sync = sync_twin(delete)
     delete_all_sync = sync_twin(delete_all)
     upsert_records_sync = sync_twin(upsert_records)

@@ -64,12 +64,18 @@ class Reader:
     def _guard(self, what: str) -> AbstractContextManager[None]:
         return guard(what, f"backend {self.parts.name!r}")
 
-    async def get(self, scope: Scope, memory_id: str) -> Memory | None:
-        """The scope's memory with id ``memory_id`` (None: there is none)."""
+    async def get(self, scope: Scope, memory_id: str, at: float | None = None) -> Memory | None:
+        """The scope's memory with id ``memory_id`` (None: there is none, or it expired by ``at``)."""
+        record = await self.record(scope, memory_id, at)
+        return None if record is None else as_memory(record)
+
+    async def record(self, scope: Scope, memory_id: str, at: float | None = None) -> MemoryRecord | None:
+        """The scope's record with id ``memory_id`` (None: there is none, or it expired by ``at``)."""
         with self._guard("reading memories"):
             async for rec in self.parts.backend.scan(scope):
                 if rec.id == memory_id:
-                    return as_memory(rec)
+                    alive = at is None or rec.expires_at is None or rec.expires_at > at
+                    return rec if alive else None
         return None
 
     async def page(

@@ -37,6 +37,7 @@ from ..records import MemoryRecord, SaveResult, Scope, record_id
 from ..saves import SavePlan, make_record, plan_save
 from ..sessions import SessionView, event_ids, read_events, read_session, to_event
 from .inputs import scope as checked_scope
+from .lifetimes import SETTLED
 from .wiring import Wiring
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,13 @@ def _direct_records(
     return records, len(seen)
 
 
+def _expiring(records: list[MemoryRecord], expires: float | None) -> list[MemoryRecord]:
+    """``records``, each expiring at ``expires`` (None: as they are)."""
+    if expires is None:
+        return records
+    return [r.model_copy(update={"expires_at": expires}) for r in records]
+
+
 def in_nfc(record: MemoryRecord) -> MemoryRecord:
     """``record`` with its app, user and session ids in NFC and the id those derive; the record
     itself when they are NFC already (``records.name_id``: exports of older stores)."""
@@ -123,15 +131,24 @@ class Saver:
 
     @telemetry.saving("session")
     async def session(
-        self, session: Any, policy: MemoryAutoSavePolicy, *, reconsider: bool = False, lenient: bool = False
+        self,
+        session: Any,
+        policy: MemoryAutoSavePolicy,
+        *,
+        reconsider: bool = False,
+        lenient: bool = False,
+        expires: float | None = None,
     ) -> SaveResult:
-        """Save what is new in ``session`` under ``policy`` (``LongTermMemory.add_session_to_memory``)."""
+        """Save what is new in ``session`` under ``policy`` (``LongTermMemory.add_session_to_memory``),
+        each memory expiring at ``expires`` (None: never)."""
         big = _event_count(session) > OFF_LOOP_EVENTS
         view = await _cpu(big, partial(read_session, lenient=lenient), session)
         scope = checked_scope(view.app_name, view.user_id)
         self._log_refused(view)
         target = self if self.locate is None else await self.locate(scope)
-        plan = await target._plan_and_write(scope, view, policy, None, reconsider=reconsider, off_loop=big)
+        plan = await target._plan_and_write(
+            scope, view, policy, None, reconsider=reconsider, off_loop=big, expires=expires
+        )
         if log.isEnabledFor(logging.DEBUG):  # the pseudonym is a hash: not made for a line nobody logs
             log.debug(
                 "saved %d of %d new events of session %s",
@@ -148,7 +165,9 @@ class Saver:
             refused=len(view.refused),
         )
 
-    async def sessions(self, sessions: list[Any], policy: MemoryAutoSavePolicy, concurrency: int) -> list[SaveResult]:
+    async def sessions(
+        self, sessions: list[Any], policy: MemoryAutoSavePolicy, concurrency: int, expires: float | None = None
+    ) -> list[SaveResult]:
         """Save ``sessions``, ``concurrency`` at a time; the first failure raised after the others finish."""
         if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
             raise InvalidInputError(f"concurrency must be an integer of at least 1, got {concurrency!r}.")
@@ -156,7 +175,7 @@ class Saver:
 
         async def one(session: Any) -> SaveResult:
             async with gate:
-                return await self.session(session, policy)
+                return await self.session(session, policy, expires=expires)
 
         results = await asyncio.gather(*(one(s) for s in sessions), return_exceptions=True)
         done: list[SaveResult] = []
@@ -168,7 +187,13 @@ class Saver:
 
     @telemetry.saving("events")
     async def events(
-        self, scope: Scope, sid: str, raw: list[Any], policy: MemoryAutoSavePolicy, meta: Mapping[str, object] | None
+        self,
+        scope: Scope,
+        sid: str,
+        raw: list[Any],
+        policy: MemoryAutoSavePolicy,
+        meta: Mapping[str, object] | None,
+        expires: float | None = None,
     ) -> SaveResult:
         """Save ``raw`` events (any shape) as new events of session ``sid`` of ``scope``."""
         big = len(raw) > OFF_LOOP_EVENTS
@@ -179,15 +204,18 @@ class Saver:
 
         view = await _cpu(big, read)
         target = self if self.locate is None else await self.locate(scope)
-        plan = await target._plan_and_write(scope, view, policy, meta, reconsider=False, off_loop=big)
+        plan = await target._plan_and_write(scope, view, policy, meta, reconsider=False, off_loop=big, expires=expires)
         return SaveResult(
             session_id=sid, new_events=plan.new_events, saved=len(plan.records), memory_ids=[r.id for r in plan.records]
         )
 
     @telemetry.saving("memories")
-    async def memories(self, scope: Scope, items: list[Any], meta: Mapping[str, object] | None) -> SaveResult:
+    async def memories(
+        self, scope: Scope, items: list[Any], meta: Mapping[str, object] | None, expires: float | None = None
+    ) -> SaveResult:
         """Write explicit memories (``MemoryEntry``-like: content, author, timestamp, id) as they are."""
         records, new = await _cpu(len(items) > OFF_LOOP_EVENTS, _direct_records, scope, items, meta)
+        records = _expiring(records, expires)
         target = self if self.locate is None else await self.locate(scope)
         with self._guard("saving memories"):
             await target.parts.backend.upsert(records)
@@ -230,15 +258,22 @@ class Saver:
         *,
         reconsider: bool,
         off_loop: bool,
+        expires: float | None = None,
     ) -> SavePlan:
         """The ledger read, the plan and the write: in one call on the engine's worker where the
         store is its own ledger and nothing is embedded on the way (``Saving.one_call``), else in
         three steps. ``reconsider``: plan every event, whatever the ledger holds, and write them all
         (``new_only`` off)."""
         engine, sid = self.parts.engine, view.session_id
+        settled: set[str] = set()
+        if reconsider:  # what its owner corrected, or what expired and was swept, stays so
+            with self._guard("reading the ledger"):
+                settled = await self.parts.ledger.saved(scope, SETTLED)
 
         def plan(saved: set[str]) -> SavePlan:
-            return plan_save(view, set() if reconsider else saved, policy, meta)
+            planned = plan_save(view, set() if reconsider else saved, policy, meta)
+            planned.records = _expiring([r for r in planned.records if r.id not in settled], expires)
+            return planned
 
         if engine is not None and engine.saving.one_call:
             with self._guard("saving memories"):

@@ -73,6 +73,19 @@ def _picker(kind: SearchKind) -> Callable[[list[Hit]], list[MemoryRecord]]:
     return _no_lenders if kind == "facts" else _lenders
 
 
+def _alive(around: list[neighbourhood.Around] | None, where: Where | None) -> list[neighbourhood.Around] | None:
+    """``around`` without the turns that expired by the moment of the search (``where.alive_at``):
+    a hit's context, as the hits themselves, never shows what expired."""
+    at = None if where is None else where.alive_at
+    if around is None or at is None:
+        return around
+
+    def kept(turns: list[MemoryRecord]) -> list[MemoryRecord]:
+        return [r for r in turns if r.expires_at is None or r.expires_at > at]
+
+    return [(kept(before), kept(after)) for before, after in around]
+
+
 def _ids(records: Iterable[MemoryRecord]) -> list[str]:
     return [r.id for r in records]
 
@@ -265,6 +278,7 @@ class Searcher:
         around = lent if lent is not None and _ids(pick(found)) == _ids(h.record for h in lenders) else None
         if around is None:
             around = await self._neighbours(scope, [h.record for h in lenders], 1)
+        around = _alive(around, ask.where)
         relevant = neighbourhood.shares_a_term(ask.query)
         return neighbourhood.rerank(hits, lenders if around else [], around or [], when, relevant=relevant, order=order)
 
@@ -273,7 +287,7 @@ class Searcher:
         if not ask.context:
             return hits[: ask.k]
         hits = neighbourhood.fold(hits)[: ask.k]
-        around = await self._neighbours(scope, [h.record for h in hits], ask.context)
+        around = _alive(await self._neighbours(scope, [h.record for h in hits], ask.context), ask.where)
         if around is None:
             return hits
         return [

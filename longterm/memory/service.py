@@ -20,18 +20,19 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import PrivateAttr
-from typing_extensions import Self, override
+from typing_extensions import override
 
 from .._sync import SyncPortal, sync_twin
-from ..autosave import AutoSaver
 from ..core.backend import Backend
 from ..core.ledger import Ledger
+from ..core.where import living
 from ..entries import MemoryServiceBase, SearchMemoryResponse
 from ..errors import InvalidInputError
 from ..facts import SearchKind
 from ..policies import MemoryAutoSavePolicy, resolve_policy
 from ..records import Hit, MemoryRecord, SaveResult, Scope, name_id
-from . import inputs
+from . import inputs, lifetimes
+from .closing import Closing
 from .lifecycle import Lifecycle
 from .routing import Located, Route, Router
 from .searching import Ask
@@ -39,7 +40,7 @@ from .settings import MemorySettings
 from .wiring import wire
 
 
-class MemoryService(MemoryServiceBase, MemorySettings):
+class MemoryService(MemoryServiceBase, Closing, MemorySettings):
     """ADK's memory service over the store its settings name (see the module docstring)."""
 
     _router: Router = PrivateAttr()
@@ -107,7 +108,13 @@ class MemoryService(MemoryServiceBase, MemorySettings):
 
     @override
     async def add_session_to_memory(  # type: ignore[override]  # returns what it did; ADK's returns None
-        self, session: Any, *, auto_save_memory_policy: Any = None, reconsider: bool = False, lenient: bool = False
+        self,
+        session: Any,
+        *,
+        auto_save_memory_policy: Any = None,
+        reconsider: bool = False,
+        lenient: bool = False,
+        ttl: Any = None,
     ) -> SaveResult:
         """Save what is new in ``session`` (ADK Session, dict or ``longterm.Session``; its events
         in any shape of ``longterm.shapes``, under ``events`` or ``messages``).
@@ -116,10 +123,15 @@ class MemoryService(MemoryServiceBase, MemorySettings):
         (``InvalidInputError``); with ``lenient=True`` (automatic saving) the others are saved
         and it is left out unmarked, logged once, so the same id saves once it is fixed.
         ``reconsider=True`` considers every event of the session again (e.g. under another
-        policy), including ones erased before: writes overwrite by id, never duplicate.
+        policy), including ones erased before: writes overwrite by id, never duplicate (what its
+        owner corrected or what expired stays so). ``ttl`` (seconds or a timedelta, from now): how
+        long its memories live (default the memory's ``ttl``).
         """
-        policy = self._policy(auto_save_memory_policy)
-        return await self._own.saver.session(session, policy, reconsider=reconsider, lenient=lenient)
+        policy, expires = self._policy(auto_save_memory_policy), self._expiry(ttl)
+        return await self._own.saver.session(session, policy, reconsider=reconsider, lenient=lenient, expires=expires)
+
+    def _expiry(self, ttl: Any = None, expires_at: Any = None) -> float | None:
+        return lifetimes.expiry(self.clock_now(), ttl=ttl, expires_at=expires_at, default=self.ttl)
 
     def _policy(self, policy: Any) -> MemoryAutoSavePolicy:
         return self.auto_save_memory_policy if policy is None else resolve_policy(policy)
@@ -134,7 +146,7 @@ class MemoryService(MemoryServiceBase, MemorySettings):
         its own all-or-nothing save; the first failure is raised after the others finish.
         """
         batch = inputs.items("sessions", sessions, "sessions (to save one, use add_session_to_memory)")
-        return await self._own.saver.sessions(batch, self._policy(auto_save_memory_policy), concurrency)
+        return await self._own.saver.sessions(batch, self._policy(auto_save_memory_policy), concurrency, self._expiry())
 
     @override
     async def add_events_to_memory(  # type: ignore[override]  # returns what it did; ADK's returns None
@@ -151,7 +163,7 @@ class MemoryService(MemoryServiceBase, MemorySettings):
         sid = "_events" if session_id is None else name_id("session_id", session_id)
         raw = inputs.items("events", events, "events (ADK Events, OpenAI or LangChain messages, dicts or strings)")
         meta = inputs.metadata(custom_metadata)
-        return await self._own.saver.events(scope, sid, raw, self.auto_save_memory_policy, meta)
+        return await self._own.saver.events(scope, sid, raw, self.auto_save_memory_policy, meta, self._expiry())
 
     @override
     async def add_memory(  # type: ignore[override]  # returns what it did; ADK's returns None
@@ -161,11 +173,13 @@ class MemoryService(MemoryServiceBase, MemorySettings):
         user_id: str,
         memories: Sequence[Any],
         custom_metadata: Mapping[str, object] | None = None,
+        ttl: Any = None,
     ) -> SaveResult:
-        """Write explicit memories (``MemoryEntry``-like: content, author, timestamp, id) as they are."""
+        """Write explicit memories (``MemoryEntry``-like: content, author, timestamp, id) as they are,
+        living ``ttl`` (seconds or a timedelta; default the memory's ``ttl``)."""
         scope = inputs.scope(app_name, user_id)
         items = inputs.items("memories", memories, "memories (MemoryEntry objects or dicts)")
-        return await self._own.saver.memories(scope, items, inputs.metadata(custom_metadata))
+        return await self._own.saver.memories(scope, items, inputs.metadata(custom_metadata), self._expiry(ttl))
 
     @override
     async def search_memory(
@@ -247,7 +261,9 @@ class MemoryService(MemoryServiceBase, MemorySettings):
         under ``min_score`` left out; ``context``, ``now`` and ``filters`` as ``search_memory``
         takes them."""
         k = self.top_k if top_k is None else top_k
-        where = inputs.filters(filters, facts_pass=kind != "evidence" and self.facts is not None)
+        where = living(
+            inputs.filters(filters, facts_pass=kind != "evidence" and self.facts is not None), self.clock_now()
+        )
         ask = Ask(query, k, kind, min_score, self.rescoring, context, self.reranker, self.rerank_top_n, where)
         return await self._own.searcher.hits(scope, ask, now)
 
@@ -262,69 +278,16 @@ class MemoryService(MemoryServiceBase, MemorySettings):
 
     async def count(self, *, app_name: str, user_id: str, filters: Mapping[str, Any] | None = None) -> int:
         """How many memories (app, user) holds (that pass ``filters``: ``longterm.core.filters``)."""
-        scope, where = inputs.scope(app_name, user_id), inputs.filters(filters)
+        scope, where = inputs.scope(app_name, user_id), living(inputs.filters(filters), self.clock_now())
         return await (await self._route(scope)).reader.count(scope, where)
 
     async def iter_records(
         self, *, app_name: str, user_id: str, filters: Mapping[str, Any] | None = None
     ) -> AsyncIterator[MemoryRecord]:
         """Every record of (app, user) (that passes ``filters``), each once."""
-        scope, where = inputs.scope(app_name, user_id), inputs.filters(filters)
+        scope, where = inputs.scope(app_name, user_id), living(inputs.filters(filters), self.clock_now())
         async for rec in (await self._route(scope)).reader.scan(scope, where):
             yield rec
-
-    # -- automatic saving and closing ---------------------------------------------------------
-
-    def auto_saver(self, **options: Any) -> AutoSaver:
-        """A new ``AutoSaver`` for this memory (options: see ``longterm.autosave``); ``flush`` drains them all.
-
-        The memory refers to it weakly: it lives as long as its owner (e.g. an agent) holds it.
-        """
-        return self._life.add(AutoSaver(self, **options))
-
-    def release(self, saver: AutoSaver) -> None:
-        """Stop flushing ``saver`` with this memory (an agent that closed); unknown savers are ignored."""
-        self._life.release(saver)
-
-    def unsaved_events(self) -> int:
-        """Events automatic saving has seen and not saved yet, over every auto-saver of this memory."""
-        return self._life.unsaved_events()
-
-    async def flush(self) -> None:
-        """Save every unsaved tail that automatic saving knows of, raise if one fails; then wait
-        for the fact layer (whose failures are retried, never raised here: see ``flush_facts``)."""
-        failure = await self._life.flush_savers()
-        if failure is not None:
-            raise failure
-        await self._life.flush_facts()
-
-    drain = flush
-
-    async def close(self, *, flush: bool = True) -> None:
-        """Save what automatic saving still holds (unless ``flush=False``), then release the store,
-        every thread and connection (and a ledger of its own); a second close does nothing.
-
-        With the store down the release still happens, first; then one ``BackendUnavailableError``
-        says how many events went unsaved and how to recover them (``recover_sessions``)."""
-        await self._life.close(flush=flush)
-
-    def close_sync(self, *, flush: bool = True) -> None:
-        try:
-            self.portal.call(self.close(flush=flush))
-        finally:
-            self.portal.stop()  # kept: a later *_sync call runs on its own and hears "closed"
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close_sync()
 
     # -- blocking twins for scripts (``longterm._sync.sync_twin``) --------------------------------
 
@@ -335,4 +298,3 @@ class MemoryService(MemoryServiceBase, MemorySettings):
     get_user_profile_sync = sync_twin(get_user_profile)
     located_sync = sync_twin(located)
     count_sync = sync_twin(count)
-    flush_sync = sync_twin(flush)

@@ -17,7 +17,8 @@ of the chain at ``import longterm``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import (
@@ -44,6 +45,7 @@ from ..retrieval.rerank import DEFAULT_TOP_N, Reranker, resolve_reranker
 from ..retrieval.rescoring import Rescoring
 from ..uri import parse_uri
 from .inputs import MAX_TOP_K
+from .lifetimes import seconds
 
 #: Fields that choose the store: fixed once the memory is open.
 FIXED = frozenset({"backend", "backend_config", "index", "app_name", "ledger", "embedder", "facts", "timeout"})
@@ -110,6 +112,12 @@ class MemorySettings(BaseModel):
     bounded by ``timeout`` (else 10 s), the fused order kept when it fails. None: off."""
     rerank_top_n: int = Field(default=DEFAULT_TOP_N)
     """How many of a search's first hits the reranker orders (at least the search's ``top_k``)."""
+    ttl: float | None = None
+    """How long every memory saved lives (seconds or a ``timedelta``) unless a save says otherwise
+    (``ttl=``, ``expires_at=``); None: memories do not expire (``memory.lifetimes``)."""
+    clock: SkipValidation[Callable[[], float] | None] = None
+    """What time it is, in seconds since the epoch (default ``time.time``): what expiry is measured
+    against (a test gives its own, and moves it)."""
     user_id: str = ""
     """Deprecated (as in VeADK): the default user of ``as_tool()`` and of a ``Runner`` given no
     ``user_id``; every call's own ``user_id`` wins. See ``longterm.compat``."""
@@ -167,6 +175,25 @@ class MemorySettings(BaseModel):
     @classmethod
     def _resolve_policy(cls, v: Any) -> MemoryAutoSavePolicy:
         return resolve_policy(v)
+
+    @field_validator("ttl", mode="before")
+    @classmethod
+    def _check_ttl(cls, v: Any) -> float | None:
+        return None if v is None else seconds("ttl", v)
+
+    @field_validator("clock", mode="before")
+    @classmethod
+    def _check_clock(cls, v: Any) -> Callable[[], float] | None:
+        if v is None:
+            return None
+        if not callable(v):
+            raise ValueError(f"clock must be a callable returning seconds since the epoch, got {v!r}")
+        clock: Callable[[], float] = v
+        return clock
+
+    def clock_now(self) -> float:
+        """What time it is for this memory (``clock``, else ``time.time``)."""
+        return float((self.clock or time.time)())
 
     @field_validator("ledger", mode="before")
     @classmethod

@@ -24,7 +24,8 @@ two-writers test then runs the writers as two memories in two threads).
 ``Erasing``, ``Durability``, ``Text``, ``Context`` (a hit's session neighbours),
 ``SearchContext`` (search_memory's context=, the time in a question, an erased turn's words),
 ``Filters`` (filters applied before the top-k cut, held to the reference), ``ErasingBy``
-(erasing by session, date and filter), ``Concurrency``
+(erasing by session, date and filter), ``Expiry`` and ``Updating`` (a memory's life, on an
+injected clock), ``Concurrency``
 and ``Inputs``, over ``Fixtures``. A suite that proves part of it composes the parts it wants, the fixtures last::
 
     class TestMyBackendSaves(Saving, Isolation, Fixtures): ...
@@ -50,6 +51,7 @@ from .filters import Filters
 from .fixtures import HANG_LIMIT, Fixtures, hit_parts, in_threads, memories, search_texts
 from .inputs import SHAPES, Inputs
 from .isolation import HOSTILE_IDS, HOSTILE_QUERIES, Isolation
+from .life import Expiry, Updating
 from .metadata import MetadataValues
 from .saving import Saving
 from .search_context import SearchContext
@@ -64,6 +66,8 @@ class ContractSuite(
     Durability,
     Erasing,
     ErasingBy,
+    Expiry,
+    Updating,
     Isolation,
     Saving,
     MetadataValues,
@@ -90,6 +94,7 @@ __all__ = [
     "Durability",
     "Erasing",
     "ErasingBy",
+    "Expiry",
     "Filters",
     "Fixtures",
     "Inputs",
@@ -97,6 +102,7 @@ __all__ = [
     "MetadataValues",
     "Saving",
     "Text",
+    "Updating",
     "hit_parts",
     "in_threads",
     "memories",

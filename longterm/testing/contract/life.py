@@ -1,0 +1,150 @@
+"""The contract's memory life: expiry measured by an injected clock, and correction.
+
+The seam: ``Expiry`` and ``Updating``, mixins of test methods over ``Fixtures``' ``open_memory``.
+Each memory they open is given a clock the test moves (``LongTermMemory(clock=...)``): no test
+sleeps. What a user would notice is checked on every read path: search (and a hit's context),
+get, get_all, count, export (``iter_records``); after the sweep the words are gone from the store,
+and neither a replay nor ``reconsider=True`` brings an expired or corrected memory back.
+
+Why a clock and not sleeps: expiry is a promise about a moment, and a test that sleeps past it
+is slow and, on a loaded machine, flaky; the engine only ever sees the moment a read is made at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ... import LongTermMemory
+from .. import make_session
+
+APP, USER = "life-app", "life-user"
+T0 = 1_900_000_000.0
+
+
+class Clock:
+    """A clock a test moves by hand."""
+
+    def __init__(self, now: float = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _every_read(memory: LongTermMemory, query: str) -> dict[str, list[str]]:
+    """The texts each read path returns for the user (search with context, get, get_all, export)."""
+    found = memory.search_sync(query, user_id=USER, top_k=10, context=2)
+    listed = memory.get_all_sync(user_id=USER, limit=100).memories
+    exported = memory.portal.call(_export(memory))
+    return {
+        "search": sorted(m.text for m in found),
+        "context": sorted(c.text for m in found for c in m.context),
+        "get": sorted(m.text for m in (memory.get_sync(x.id, user_id=USER) for x in listed) if m is not None),
+        "get_all": sorted(m.text for m in listed),
+        "export": sorted(exported),
+        "count": [str(memory.portal.call(memory.count(app_name=APP, user_id=USER)))],
+    }
+
+
+async def _export(memory: LongTermMemory) -> list[str]:
+    return [r.text async for r in memory.iter_records(app_name=APP, user_id=USER)]
+
+
+class Expiry:
+    """Expiry on every engine (module docstring)."""
+
+    def test_a_memory_with_a_ttl_is_gone_from_every_read_the_moment_it_expires(
+        self, open_memory: Callable[..., LongTermMemory]
+    ) -> None:
+        clock = Clock()
+        memory = open_memory(app_name=APP, clock=clock)
+        session = make_session(
+            "trip",
+            APP,
+            USER,
+            [("user", "my gate code is 5521 for the lighthouse"), ("user", "lighthouse tour at noon")],
+        )
+        memory.portal.call(memory.add_session_to_memory(session, ttl=60))
+        memory.add_sync("the lighthouse keeper is called Ada", user_id=USER, session_id="kept")
+        seen = _every_read(memory, "lighthouse")
+        assert len(seen["search"]) == 3 and seen["count"] == ["3"]
+        clock.now += 59.0
+        assert _every_read(memory, "lighthouse")["count"] == ["3"], "alive until the moment"
+        clock.now += 1.0
+        after = _every_read(memory, "lighthouse")
+        kept = ["the lighthouse keeper is called Ada"]
+        assert {k: v for k, v in after.items() if k != "context"} == {
+            "search": kept,
+            "get": kept,
+            "get_all": kept,
+            "export": kept,
+            "count": ["1"],
+        }
+        assert after["context"] == [], "an expired turn is never a hit's context"
+        memory.portal.call(memory.add_session_to_memory(session))  # a replay: still handled
+        assert _every_read(memory, "lighthouse")["get_all"] == kept
+        assert memory.sweep_expired_sync(user_id=USER) == 2
+        memory.portal.call(memory.add_session_to_memory(session, reconsider=True))
+        assert _every_read(memory, "lighthouse")["get_all"] == kept, "reconsider does not bring back what expired"
+
+    def test_expiry_can_be_moved_and_a_default_ttl_applies_to_every_save(
+        self, open_memory: Callable[..., LongTermMemory]
+    ) -> None:
+        clock = Clock()
+        memory = open_memory(app_name=APP, clock=clock, ttl=100)
+        saved = memory.add_sync("a one-time code 662810", user_id=USER)
+        forever = memory.add_sync("my name is Ines", user_id=USER, ttl=None, expires_at=T0 + 10_000)
+        (mid,) = saved.memory_ids
+        moved = memory.extend_sync(mid, user_id=USER, ttl=1_000)
+        assert moved is not None and moved.expires_at is not None
+        assert moved.expires_at.timestamp() == T0 + 1_000
+        clock.now += 500
+        assert sorted(m.text for m in memory.get_all_sync(user_id=USER).memories) == [
+            "a one-time code 662810",
+            "my name is Ines",
+        ]
+        clock.now += 600
+        assert [m.text for m in memory.get_all_sync(user_id=USER).memories] == ["my name is Ines"]
+        assert memory.extend_sync(mid, user_id=USER, ttl=1_000) is None, "what expired cannot be brought back"
+        assert forever.saved == 1
+
+
+class Updating:
+    """Correction on every engine (module docstring)."""
+
+    def test_an_update_replaces_the_words_keeps_the_id_and_a_replay_keeps_the_new_words(
+        self, open_memory: Callable[..., LongTermMemory]
+    ) -> None:
+        clock = Clock()
+        memory = open_memory(app_name=APP, clock=clock)
+        session = make_session("s", APP, USER, [("user", "my locker code is 4417"), ("user", "I like tea")])
+        memory.portal.call(memory.add_session_to_memory(session))
+        (old,) = [m for m in memory.get_all_sync(user_id=USER).memories if "locker" in m.text]
+        clock.now += 5
+        new = memory.update_sync(old.id, user_id=USER, text="my locker code is 9902", metadata={"topic": "gym"})
+        assert new is not None and new.id == old.id and new.metadata == {"topic": "gym"}
+        assert new.updated_at is not None and new.updated_at.timestamp() == T0 + 5
+        assert [m.text for m in memory.search_sync("locker code", user_id=USER)][:1] == ["my locker code is 9902"]
+        assert not any("4417" in m.text for m in memory.search_sync("4417", user_id=USER))
+        assert memory.search_sync("9902", user_id=USER)[0].id == old.id
+        merged = memory.update_sync(old.id, user_id=USER, metadata={"n": 1}, merge=True)
+        assert merged is not None and merged.metadata == {"topic": "gym", "n": 1}
+        assert merged.text == "my locker code is 9902"
+        for again in (False, True):
+            memory.portal.call(memory.add_session_to_memory(session, reconsider=again))
+            texts = sorted(m.text for m in memory.get_all_sync(user_id=USER).memories)
+            assert texts == ["I like tea", "my locker code is 9902"], f"reconsider={again}"
+        assert memory.update_sync("no-such-id", user_id=USER, text="x") is None
+
+    def test_an_update_refuses_what_it_cannot_do_by_name(self, open_memory: Callable[..., LongTermMemory]) -> None:
+        from ... import InvalidInputError
+
+        memory = open_memory(app_name=APP)
+        (mid,) = memory.add_sync("a note", user_id=USER).memory_ids
+        for kwargs, named in (({}, "text="), ({"text": "  "}, "text"), ({"metadata": {"x": float("nan")}}, "NaN")):
+            try:
+                memory.update_sync(mid, user_id=USER, **kwargs)
+            except InvalidInputError as exc:
+                assert named in str(exc), (kwargs, str(exc))
+            else:
+                raise AssertionError(f"update({kwargs}) was not refused")
