@@ -78,8 +78,9 @@ class MemoryPort(Protocol):
         user_id: str,
         memories: Sequence[Any],
         custom_metadata: Mapping[str, object] | None = None,
+        ttl: Any = None,
     ) -> SaveResult:
-        """Write explicit memories as they are."""
+        """Write explicit memories as they are, living ``ttl`` (seconds; None: the memory's default)."""
 
     async def search_memory(
         self,

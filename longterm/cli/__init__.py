@@ -28,7 +28,7 @@ from .facts import facts
 from .opening import json_object, with_uri
 from .output import errors_as_one_line, log_in_one_line
 from .serving import mcp
-from .transfer import export, import_, migrate
+from .transfer import export, import_, migrate, update
 
 
 class Commands(click.Group):
@@ -117,7 +117,7 @@ def cli(ctx: click.Context, backend: str | None, config: str | None, index: str 
     ctx.obj = with_uri(ctx, uri, {"backend": backend, "config": json_object("--config", config), "index": index})
 
 
-for _command in (demo, import_, search, stats, export, delete, migrate, mcp, doctor, facts, ui):
+for _command in (demo, import_, search, stats, export, delete, update, migrate, mcp, doctor, facts, ui):
     cli.add_command(_command)
 
 

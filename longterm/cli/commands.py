@@ -202,6 +202,7 @@ async def _purge(memory: LongTermMemory) -> str:
     help="Only memories saved as of a time strictly earlier than this (ISO 8601 with a zone, or seconds).",
 )
 @filter_options
+@click.option("--expired", is_flag=True, help="Only memories that expired (their words leave the store).")
 @click.option("--dry-run", is_flag=True, help="Print how many memories would go; delete nothing.")
 @click.option("--purge", is_flag=True, help=PURGE_HELP)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
@@ -215,6 +216,7 @@ def delete(
     before: str | None,
     filter_pairs: tuple[str, ...],
     filter_json: str | None,
+    expired: bool,
     dry_run: bool,
     purge: bool,
     yes: bool,
@@ -222,6 +224,11 @@ def delete(
     """Delete one memory, one session's memories, those before a time or passing a filter, or (none of
     these) every memory of a user in an app (in the index holding them, unless --index)."""
     filters = filters_of(filter_pairs, filter_json)
+    if expired:
+        if memory_id is not None or session_id is not None or before is not None or filters is not None:
+            raise click.UsageError("pass --expired alone: it erases every memory of the user that expired.")
+        _sweep(ctx, app_name, user_id, dry_run=dry_run, purge=purge)
+        return
     narrowed = before is not None or filters is not None
     if memory_id is not None and session_id is not None:
         raise click.UsageError("pass --id or --session, not both.")
@@ -280,6 +287,22 @@ def delete(
                     app_name=app_name, user_id=user_id, memory_id=memory_id, session_id=session_id
                 )
             console.print(f"deleted {n} memories")
+            if purge:
+                console.print(Text(safe(await _purge(memory))))
+
+    asyncio.run(go())
+
+
+def _sweep(ctx: click.Context, app_name: str, user_id: str, *, dry_run: bool, purge: bool) -> None:
+    """``delete --expired``: the user's expired memories erased (or counted, ``dry_run``)."""
+
+    async def go() -> None:
+        async with with_memory(ctx, app_name, user_id, read_only=dry_run) as memory:
+            n = await memory.sweep_expired(app_name=app_name, user_id=user_id, dry_run=dry_run)
+            if dry_run:
+                console.print(f"would delete {n} expired memories; nothing deleted (--dry-run)")
+                return
+            console.print(f"deleted {n} expired memories")
             if purge:
                 console.print(Text(safe(await _purge(memory))))
 

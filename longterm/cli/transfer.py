@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 import click
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from ..errors import ConfigurationError
 from ..locate import locate_index, locate_indices
 from .filtering import filter_options, filters_of
 from .opening import factory, given_index, json_object, listed_indices, with_memory
-from .output import console, indices_phrase, safe
+from .output import console, fail, indices_phrase, safe
 
 if TYPE_CHECKING:
     from ..memory import LongTermMemory
@@ -212,3 +213,35 @@ async def _copy(source: LongTermMemory, target: LongTermMemory, app: str, user: 
             copied, batch = copied + len(batch), []
     await target.upsert_records(batch)
     return copied + len(batch)
+
+
+@click.command()
+@click.option("--app", "app_name", required=True)
+@click.option("--user", "user_id", required=True)
+@click.option("--id", "memory_id", required=True, help="The memory to correct.")
+@click.option("--text", default=None, help="Its new words (full text and vectors made anew).")
+@click.option("--metadata", default=None, help="Its new metadata: a JSON object, or @file.json.")
+@click.option("--merge", is_flag=True, help="Merge --metadata into what it has instead of replacing it.")
+@click.pass_context
+def update(
+    ctx: click.Context,
+    app_name: str,
+    user_id: str,
+    memory_id: str,
+    text: str | None,
+    metadata: str | None,
+    merge: bool,
+) -> None:
+    """Correct one memory's words or metadata; its id stays, and the old words go as an erase's do."""
+    meta = json_object("--metadata", metadata) if metadata is not None else None
+
+    async def go() -> None:
+        async with with_memory(ctx, app_name, user_id) as memory:
+            new = await memory.update(
+                memory_id, user_id=user_id, app_name=app_name, text=text, metadata=meta, merge=merge
+            )
+        if new is None:
+            fail(f"no memory {memory_id!r} of user {user_id!r} in app {app_name!r}; `longterm export` lists the ids.")
+        console.print(Text(safe(f"updated {memory_id}: {new.text}")))
+
+    asyncio.run(go())

@@ -151,6 +151,14 @@ class MemoryTools:
             dict[str, Any] | None,
             Field(description="Optional JSON object kept with the memory (e.g. a topic or a source)."),
         ] = None,
+        ttl_seconds: Annotated[
+            int | None,
+            Field(
+                ge=1,
+                description="Forget it after this many seconds (a one-time code, a plan for tomorrow); "
+                "omit to keep it until it is deleted.",
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """Save one memory for this user, to be found by later searches.
 
@@ -165,7 +173,11 @@ class MemoryTools:
         raw = {"author": "user", "content": {"role": "user", "parts": [{"text": text}]}}
         [event_id] = event_ids([raw])
         result = await self.memory.add_memory(
-            app_name=self.app_name, user_id=self.user_id, memories=[{**raw, "id": event_id}], custom_metadata=meta
+            app_name=self.app_name,
+            user_id=self.user_id,
+            memories=[{**raw, "id": event_id}],
+            custom_metadata=meta,
+            ttl=ttl_seconds,
         )
         if not result.saved:
             raise InvalidInputError("nothing was saved: the text holds nothing to remember.")

@@ -105,3 +105,23 @@ def test_delete_by_date_and_filter_with_a_dry_run_first(tmp_path: Path) -> None:
         assert [m.text for m in memory.get_all_sync(user_id="alice").memories] == ["an old boarding pass"]
     both = _cli(tmp_path, "delete", *who, "--id", "x", "--filter", "topic=work", *store)
     assert both.returncode != 0 and "--id alone" in both.stderr
+
+
+def test_update_and_delete_expired_from_the_command_line(tmp_path: Path) -> None:
+    store = ["--config", json.dumps({"path": str(tmp_path / "m.db")})]
+    who = ["--app", "travel", "--user", "alice"]
+    with LongTermMemory(app_name="travel", backend_config={"path": str(tmp_path / "m.db")}) as memory:
+        (mid,) = memory.add_sync("my seat is 14C", user_id="alice").memory_ids
+        memory.add_sync("a code that expired", user_id="alice", expires_at=1_000.0 + 1)
+    fixed = _cli(tmp_path, "update", *who, "--id", mid, "--text", "my seat is 2A", "--metadata", '{"trip": 1}', *store)
+    assert fixed.returncode == 0 and "updated" in fixed.stdout, fixed.stderr
+    dry = _cli(tmp_path, "delete", *who, "--expired", "--dry-run", *store)
+    assert dry.returncode == 0 and "would delete 1 expired memories" in dry.stdout, dry.stderr
+    swept = _cli(tmp_path, "delete", *who, "--expired", *store)
+    assert swept.returncode == 0 and "deleted 1 expired memories" in swept.stdout, swept.stderr
+    with LongTermMemory(app_name="travel", backend_config={"path": str(tmp_path / "m.db")}) as memory:
+        (only,) = memory.get_all_sync(user_id="alice").memories
+        assert (only.id, only.text, only.metadata) == (mid, "my seat is 2A", {"trip": 1})
+        assert memory.portal.call(memory.count(app_name="travel", user_id="alice")) == 1
+    missing = _cli(tmp_path, "update", *who, "--id", "nope", "--text", "x", *store)
+    assert missing.returncode == 1 and missing.stderr.startswith("error: no memory 'nope'")
