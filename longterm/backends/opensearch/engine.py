@@ -7,10 +7,12 @@ fails on one of ``hosts`` goes to another: a lost node costs a retry, not the ca
 
 Why so, in short (mappings, the ledger index and the longer story: docs/backends.md): the scope
 is ``keyword`` filters, never query syntax, and so is a ``filters=`` (``filtering``: the filter
-tokens of ``core.where``, in the same ``bool.filter``, before any cut); bulk requests are
-bounded and ``refresh=wait_for``, so a save that returned is searchable and a failed item fails
-it, named; reads refuse partial results; an erase goes again until nothing it erases is left,
-or says it could not finish.
+tokens of ``core.where``, in the same ``bool.filter``, before any cut; and so is expiry: a
+``range`` on the ``double`` ``expires_at`` a record's document carries when it has one); bulk
+requests are bounded and ``refresh=wait_for``, so a save that returned is searchable and a
+failed item fails it, named; reads refuse partial results; an erase goes again until nothing it
+erases is left, or says it could not finish. An overwrite of a record by id (``_write``) leaves
+its old words where an erase leaves them: in a deleted Lucene document until a merge (``purge``).
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ from .schema import (
     BUSY,
     ERASE_ROUNDS,
     ERASED,
+    EXPIRES_AT,
+    EXPIRY,
     FILTERED,
     INDEX_META,
     KNN_HINT,
@@ -122,9 +126,18 @@ class OpenSearchBackend(OpenSearchReads, Engine):
         names = {INDEX_META: self.cfg.index, PREFIX_META: self.cfg.prefix}
         have: dict[str, Any] = {TOKENS_META: "1"}
         if not self._create(self.index, *data_index(self.embedder, names)):
-            have = self._metas()  # made by an earlier release: name it now, and map the tombstones' field
+            # Made by an earlier release: name it now, map the tombstones' field and ``expires_at`` (before
+            # any write carries one); a current index is read once and left as it is.
+            mapping = self._mapping()
+            have = dict(mapping.get("_meta", {}))
+            props = mapping.get("properties", {})
+            body: dict[str, Any] = {}
             if INDEX_META not in have:
-                body = {"_meta": {**have, **names}, "properties": ERASED}
+                body["_meta"] = {**have, **names}
+            missing = {k: v for k, v in {**ERASED, **EXPIRY}.items() if k not in props}
+            if missing:
+                body["properties"] = missing
+            if body:
                 self.client.indices.put_mapping(index=self.index, body=body)
         self._create(self.ledger, {}, LEDGER_MAPPINGS)
         # Another worker may have created them a moment ago: a search before their shards start is a 503.
@@ -153,9 +166,12 @@ class OpenSearchBackend(OpenSearchReads, Engine):
                 raise
         return False
 
-    def _metas(self) -> dict[str, Any]:
+    def _mapping(self) -> dict[str, Any]:
         mapping = self.client.indices.get_mapping(index=self.index)
-        return dict(next(iter(mapping.values()))["mappings"].get("_meta", {}))
+        return dict(next(iter(mapping.values()))["mappings"])
+
+    def _metas(self) -> dict[str, Any]:
+        return dict(self._mapping().get("_meta", {}))
 
     @override
     def _meta_get(self, key: str) -> str | None:
@@ -187,6 +203,8 @@ class OpenSearchBackend(OpenSearchReads, Engine):
             # Words cut at 1,000 characters: Lucene refuses a term over 32,766 bytes (a hex dump).
             doc = {"record_id": r.id, **{k: data[k] for k in FILTERED}, "terms": segment(r.text, 1000)}
             doc |= {TOKENS: tokens_of(r), "doc": data}
+            if r.expires_at is not None:
+                doc[EXPIRES_AT] = r.expires_at
             if vectors is not None:
                 doc["embedding"] = vectors[i].astype("float32").tolist()
             rows.append((r.id, doc, f"event {r.event_id!r} of session {r.session_id!r}"))

@@ -2,9 +2,10 @@
 
 The seam: ``clauses(where)`` turns ``where.native`` (``core.where``) into the clauses the engine
 adds to its scope's ``bool.filter`` (none for no filter): ``Has`` a ``terms`` on ``TOKENS``,
-``Span`` a ``range`` on ``timestamp``, ``And``/``Or``/``Neg`` nested ``bool`` filters. The same
-list narrows a BM25 query, the ``filter`` of a k-NN query (Lucene's HNSW search keeps only
-what passes, then cuts at ``k``), a count and a page. ``tokens_of(record)`` is what every
+``Span`` a ``range`` on ``timestamp`` or on ``expires_at`` (``core.where.alive``: a record
+without one is in no range), ``And``/``Or``/``Neg`` nested ``bool`` filters. The same list
+narrows a BM25 query, the ``filter`` of a k-NN query (Lucene's HNSW search keeps only what
+passes, then cuts at ``k``), a count and a page. ``tokens_of(record)`` is what every
 write stores in ``TOKENS``. ``add_tokens(client, index, hits)`` brings an index of an earlier
 release (no ``TOKENS`` field) up to date: ``OpenSearchBackend._open`` calls it while
 ``TOKENS_META`` is not in the mapping's ``_meta``, and sets it after.
@@ -25,10 +26,13 @@ from typing import Any
 from ...core.where import EVERYTHING, And, Has, Node, Or, Span, Where, record_tokens
 from ...records import MemoryRecord
 from .bulk import BULK_DOCS, Chunk, send
-from .schema import KEYWORD, TOKENS
+from .schema import EXPIRES_AT, KEYWORD, TOKENS
 
 MATCH_ALL: dict[str, Any] = {"match_all": {}}
 MATCH_NONE: dict[str, Any] = {"match_none": {}}
+#: A ``Span``'s field and the numeric field of the document it ranges over (every record has a
+#: ``timestamp``; only one that expires has an ``expires_at``, so no range holds one that does not).
+SPANNED = {"timestamp": "timestamp", "expires_at": EXPIRES_AT}
 
 
 def clauses(where: Where | None) -> list[dict[str, Any]]:
@@ -48,7 +52,10 @@ def clause(node: Node) -> dict[str, Any]:
             bounds["gte" if node.lo_incl else "gt"] = node.lo
         if node.hi is not None:
             bounds["lte" if node.hi_incl else "lt"] = node.hi
-        return {"range": {"timestamp": bounds}} if bounds else MATCH_ALL
+        field = SPANNED[node.field]
+        if bounds:
+            return {"range": {field: bounds}}
+        return MATCH_ALL if field == "timestamp" else {"exists": {"field": field}}
     if isinstance(node, And):
         return {"bool": {"filter": [clause(p) for p in node.parts]}} if node.parts else MATCH_ALL
     if isinstance(node, Or):

@@ -3,8 +3,8 @@
 The seam: ``index_name(prefix, index)`` is a store's data index (its ledger is that name and
 ``LEDGER_SUFFIX``); ``data_index(embedder, names)`` the settings and mappings a new data index
 is created with (the scope fields ``keyword``, our terms analysed by ``ANALYSIS``, the filter
-tokens a ``keyword`` (``TOKENS``), the record kept whole in ``doc``, a ``knn_vector`` with an
-embedder); ``LEDGER_MAPPINGS`` the ledger's.
+tokens a ``keyword`` (``TOKENS``), ``timestamp`` and ``expires_at`` (``EXPIRY``) ``double``s, the
+record kept whole in ``doc``, a ``knn_vector`` with an embedder); ``LEDGER_MAPPINGS`` the ledger's.
 The engine (``engine.py``) only uses them.
 """
 
@@ -56,6 +56,10 @@ def index_name(prefix: str, index: str) -> str:
 
 #: The erase's tombstone field, mapped in a data index made by an earlier release too.
 ERASED = {"erased": {"type": "boolean"}}
+#: A record's ``expires_at`` (written only when it has one), mapped in an index of an earlier release
+#: too, before any write: a ``double`` as ``timestamp`` is (a dynamic ``float`` would round it to minutes).
+EXPIRES_AT = "expires_at"
+EXPIRY = {EXPIRES_AT: {"type": "double"}}
 LEDGER_MAPPINGS = {
     "dynamic": "strict",
     "properties": dict.fromkeys(("app_name", "user_id", "session_id", "event_id"), KEYWORD),
@@ -67,6 +71,7 @@ def data_index(embedder: Embedder | None, names: dict[str, str]) -> tuple[dict[s
     props: dict[str, Any] = {
         **dict.fromkeys(("record_id", "app_name", "user_id", "session_id"), KEYWORD),
         "timestamp": {"type": "double"},
+        **EXPIRY,
         "terms": {"type": "text", "analyzer": "lt_text"},
         TOKENS: KEYWORD,
         "doc": {"type": "object", "enabled": False},
