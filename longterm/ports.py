@@ -67,9 +67,15 @@ class MemoryPort(Protocol):
         """The default user of tools built without one ("" when none)."""
 
     async def add_session_to_memory(
-        self, session: Any, *, auto_save_memory_policy: Any = None, reconsider: bool = False, lenient: bool = False
+        self,
+        session: Any,
+        *,
+        auto_save_memory_policy: Any = None,
+        reconsider: bool = False,
+        lenient: bool = False,
+        ttl: Any = None,
     ) -> SaveResult:
-        """Save what is new in ``session``."""
+        """Save what is new in ``session`` (its memories living ``ttl``; None: the memory's default)."""
 
     async def add_memory(
         self,

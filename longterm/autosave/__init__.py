@@ -58,6 +58,7 @@ import contextvars
 import logging
 import time
 from collections.abc import Callable, Coroutine, Mapping
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 from .. import telemetry
@@ -124,8 +125,11 @@ class AutoSaver:
         min_seconds: float | str | None = None,
         policy: PolicyLike = None,
         reconsider: bool = False,
+        ttl: float | timedelta | None = None,
     ) -> None:
         self.memory = memory
+        self.ttl = ttl
+        """How long what it saves lives (None: the memory's ``ttl``)."""
         self.policy = policy
         self.reconsider = reconsider
         self.min_messages: int = _threshold(
@@ -264,7 +268,7 @@ class AutoSaver:
         try:
             with telemetry.span("longterm.autosave", links=links, reason=reason, **where):
                 result = await self.memory.add_session_to_memory(  # lenient: what it cannot read waits, unmarked
-                    session, auto_save_memory_policy=self.policy, reconsider=t.reconsider, lenient=True
+                    session, auto_save_memory_policy=self.policy, reconsider=t.reconsider, lenient=True, ttl=self.ttl
                 )
         except Exception as exc:
             t.last_error = f"{type(exc).__name__}: {exc}"
