@@ -3,11 +3,12 @@
 The seam: ``ScopeVectors(rowids, matrix)`` holds one scope's unit vectors (an engine's own
 row ids beside them) and ``top(vector, n)`` gives the ``n`` best (rowid, cosine) pairs,
 best first; ``top(vector, n, among)`` the best of the rows at positions ``among`` only (a
-filter's passing rows, ``positions(rowids)``). For an engine that checks a filter itself as it
-goes, ``approx(vector)`` is every row's score as the scan ranks them (``ranked``: with the best
-by it in order) and ``pool(n)`` how many of the best by it ``top`` re-scores: the ``pool(n)``
-best passing rows by ``approx`` are exactly what ``top(vector, n, among)`` would re-score. An
-engine that keeps vectors itself (the local store) caches one per scope.
+filter's passing rows, ``positions(rowids)``), and ``without`` leaves rows out (the expired).
+For an engine that checks a filter itself as it goes, ``approx(vector)`` is every row's score
+as the scan ranks them (``ranked``: with the best by it in order) and ``pool(n)`` how many of
+the best by it ``top`` re-scores: the ``pool(n)`` best passing rows by ``approx`` are exactly
+what ``top(vector, n, among)`` would re-score. An engine that keeps vectors itself (the local
+store) caches one per scope.
 
 Why an int8 copy for large scopes: a float32 product over 100k x 384 reads 150 MB per
 query and is bound by memory bandwidth (8-9 ms here, whatever BLAS does). From
@@ -109,13 +110,27 @@ class ScopeVectors:
         return np.unique(order[at[ordered[at] == wanted]])
 
     def top(
-        self, vector: np.ndarray, n: int, among: np.ndarray | None = None, approx: np.ndarray | None = None
+        self,
+        vector: np.ndarray,
+        n: int,
+        among: np.ndarray | None = None,
+        approx: np.ndarray | None = None,
+        without: np.ndarray | None = None,
     ) -> list[tuple[int, float]]:
         """The ``n`` best (rowid, cosine) pairs, best first, of the rows at positions ``among``
-        (None: all); scores always exact float32. ``approx``: ``self.approx(vector)``, when the
-        caller has it already."""
+        (None: all) but those at positions ``without`` (expired records: masked in the scan, no
+        copy of the matrix); scores always exact float32. ``approx``: ``self.approx(vector)``,
+        when the caller has it already."""
+        dead = None
+        if without is not None and len(without):
+            dead = np.zeros(len(self.rowids), dtype=bool)
+            dead[without] = True
+            if among is not None:
+                among, dead = among[~dead[among]], None
         size = len(self.rowids) if among is None else len(among)
-        if not size or n <= 0:
+        if dead is not None:
+            size -= int(dead.sum())
+        if size <= 0 or n <= 0:
             return []
         vector = np.asarray(vector, dtype=np.float32)
         pool = self.pool(n)
@@ -123,12 +138,16 @@ class ScopeVectors:
         if self._codes is not None and size > pool:
             approx = self.approx(vector) if approx is None else approx
             if among is None:
+                if dead is not None:  # more than ``pool`` rows are alive: the best ``pool`` are
+                    approx, dead = np.where(dead, -np.inf, approx), None
                 rows = np.argpartition(approx, len(approx) - pool)[len(approx) - pool :]
             else:
                 part = approx[among]
                 rows = among[np.argpartition(part, len(part) - pool)[len(part) - pool :]]
         scores = self.matrix @ vector if rows is None else self.matrix[rows] @ vector
-        n = min(n, len(scores))
+        if dead is not None:  # all rows scored: the dead below every living one, ``n`` at most the living
+            scores[dead] = -np.inf
+        n = min(n, size)
         best = np.argpartition(scores, len(scores) - n)[len(scores) - n :]
         best = best[np.argsort(-scores[best], kind="stable")]
         at = best if rows is None else rows[best]

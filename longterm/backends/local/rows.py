@@ -29,8 +29,9 @@ from .schema import (
     INDEX_ROW,
     INSERT,
     MAX_SCOPE,
+    PURGE,
     PUT_VALUE,
-    ROWID_OF,
+    STORED_OF,
     TAKE_ROWS,
     UPSERT,
     bucket,
@@ -64,6 +65,8 @@ def to_record(row: Sequence[Any], scope: Scope) -> MemoryRecord:
         content=json.loads(row[7]) if row[7] is not None else {"role": role or "user", "parts": [{"text": text}]},
         timestamp=row[8],
         metadata=json.loads(row[9]),
+        expires_at=row[10],
+        updated_at=row[11],
     )
 
 
@@ -78,19 +81,23 @@ def to_row(scope: int, r: MemoryRecord) -> tuple[Any, ...]:
     content = None if r.text_only_content() else json.dumps(r.content, **_COMPACT)
     metadata, terms = json.dumps(r.metadata, **_COMPACT) if r.metadata else "{}", segment(r.text)
     row = (scope, stored_id(r.id), r.session_id, r.event_id, r.author, r.role, _types(tuple(r.event_types)))
-    return (*row, r.text, content, r.timestamp, metadata, None if terms == r.text else terms)
+    life = (r.expires_at, r.updated_at)
+    return (*row, r.text, content, r.timestamp, metadata, *life, None if terms == r.text else terms)
 
 
 #: Per (scope, session): which events have a record (``put``'s ``held``).
 Held = dict[tuple[int, str], set[str]]
 
 
-def put(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]], held: Held | None = None) -> None:
+def put(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]], held: Held | None = None) -> bool:
     """Write ``rows`` (``to_row``'s) in the caller's write transaction: those of events without a
     record get the next rowids of their scope and a full-text row; the others go through the
     ``UPSERT`` (the update triggers re-index a changed text). ``held``: per (scope, session), which
     of the rows' events have a record, where the caller read it in this transaction (those keys
-    are not read again); it is added to."""
+    are not read again); it is added to.
+
+    True when a record was written over with something else (``_overwrite``): the caller then
+    empties the WAL after its commit, as an erase does, so no old word stays in its frames."""
     held = {} if held is None else held
     fresh: dict[int, list[tuple[Any, ...]]] = {}
     again = []
@@ -114,12 +121,39 @@ def put(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]], held: Held | 
             [(first + i, row[-1] if row[-1] is not None else row[7]) for i, row in enumerate(new)],
         )
         conn.executemany(PUT_VALUE, [v for i, row in enumerate(new) for v in _values(row, first + i)])
-    if again:
-        conn.executemany(UPSERT, again)
-        for row in again:  # its values again, as the record now is
-            rowid = conn.execute(ROWID_OF, (row[0], row[2], row[3])).fetchone()[0]
+    return _overwrite(conn, again) if again else False
+
+
+#: Of a ``to_row`` row, what the ``UPSERT`` compares (all but the scope, session and event), the
+#: record's words (text and terms), and its metadata, as ``STORED_OF`` reads them.
+_KEPT = (1, *range(4, 14))
+_WORDS = (7, 13)
+
+
+def _overwrite(conn: sqlite3.Connection, again: Sequence[tuple[Any, ...]]) -> bool:
+    """``again`` (rows of records that exist) through the ``UPSERT``, leaving their old words where
+    an erase leaves a deleted record's (``store._remove``): secure delete zeroes the old row's
+    bytes and its old values', and where a text changed, its scope's full-text table is merged
+    (``PURGE``), which drops the old terms FTS5 keeps until then. Whether anything changed."""
+    again = list({(row[0], row[2], row[3]): row for row in again}.values())  # one write twice: the last
+    stored = {}
+    for row in again:  # as each is now (the rowid stays: the upsert updates in place)
+        stored[row[0], row[2], row[3]] = conn.execute(STORED_OF, (row[0], row[2], row[3])).fetchone()
+    conn.executemany(UPSERT, again)
+    changed, merge = False, set()
+    for row in again:
+        rowid, *now = stored[row[0], row[2], row[3]]
+        if tuple(now) == tuple(row[i] for i in _KEPT):
+            continue
+        changed = True
+        if (now[_KEPT.index(7)], now[-1]) != tuple(row[i] for i in _WORDS):
+            merge.add(bucket(row[0]))
+        if now[_KEPT.index(10)] != row[10]:  # its values again, as the record now is
             conn.execute(DROP_VALUES, (rowid,))
             conn.executemany(PUT_VALUE, _values(row, rowid))
+    for b in sorted(merge):
+        conn.execute(PURGE[b])
+    return changed
 
 
 def _values(row: tuple[Any, ...], rowid: int) -> list[tuple[Any, ...]]:
@@ -134,14 +168,16 @@ def survivors(
     scope_id: int,
     k: int,
     degraded: str | None,
+    alive_at: float | None = None,
 ) -> list[Hit]:
     """The first ``k`` hits of ``fused`` (row ids, best first), each record read and parsed only
-    now; a row deleted since its vector was cached is left out."""
+    now; a row deleted since its vector was cached is left out, and, read at ``alive_at``, one
+    written meanwhile that had expired by then (the arms left out those they saw)."""
     extra = {"degraded": degraded} if degraded else {}
     hits = []
     for rowid, score, arms in fused:
         row = conn.execute(BY_ROWID, (rowid, scope_id)).fetchone()
-        if row is None:
+        if row is None or (alive_at is not None and row[11] is not None and row[11] <= alive_at):
             continue
         hits.append(Hit(record=to_record(row[1:], scope), score=score, arms=arms, extra=extra))
         if len(hits) == k:

@@ -29,6 +29,13 @@ trigger), and are filled once for a store made before them (``upgrade.values``).
 own fields are its columns: ``records_by_role`` (scope, role, author) finds a role's records,
 and an author's without reading the rows (a store made before it gets it when first opened).
 
+Why expiry is two columns and a partial index: every search, count and listing is now made at a
+moment (``core.where.living``), and most records never expire. ``records_expiring`` (scope,
+expires_at) holds only the records that do, so the scope's expired ones are one seek, nothing
+when none expired: a count subtracts them, full text leaves their rowids out before its limit,
+the vector arm their positions; a page checks the row it reads anyway. A store made before the
+columns gets them (NULL: never expires) and the index when first opened (``upgrade.expiry``).
+
 Why the full-text index is ``FTS_BUCKETS`` tables, and a record's rowid says its scope: FTS5's
 BM25 counts, for each query term, the rows that hold it in the whole table (its IDF), on every
 query. At a million records a frequent word ("work", "today") cost ~20 ms of such counting,
@@ -95,6 +102,8 @@ CREATE TABLE IF NOT EXISTS records (
     timestamp   REAL NOT NULL,
     metadata    TEXT NOT NULL,
     terms       TEXT,
+    expires_at  REAL,
+    updated_at  REAL,
     UNIQUE (scope, session_id, event_id)
 );
 CREATE INDEX IF NOT EXISTS records_by_time ON records (scope, timestamp);
@@ -153,15 +162,18 @@ ADD_SCOPE = "INSERT OR IGNORE INTO scopes (index_name, app_name, user_id) VALUES
 BUMP_VERSION = "UPDATE scopes SET version = version + 1 WHERE scope = ?"
 GET_VERSION = "SELECT version FROM scopes WHERE scope = ?"
 
-COLUMNS = "id, session_id, event_id, author, role, event_types, text, content, timestamp, metadata"
-_CHANGED = ("id", "author", "role", "event_types", "text", "content", "timestamp", "metadata", "terms")
+COLUMNS = (
+    "id, session_id, event_id, author, role, event_types, text, content, timestamp, metadata, expires_at, updated_at"
+)
+#: What an ``UPSERT`` writes over: every column but the key's.
+_CHANGED = (*(c.strip() for c in COLUMNS.split(",") if c.strip() not in ("session_id", "event_id")), "terms")
 UPSERT = f"""
-INSERT INTO records (scope, {COLUMNS}, terms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO records (scope, {COLUMNS}, terms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (scope, session_id, event_id) DO UPDATE SET {", ".join(f"{c} = excluded.{c}" for c in _CHANGED)}
 WHERE {" OR ".join(f"records.{c} IS NOT excluded.{c}" for c in _CHANGED)}
 """
 #: A new record, at the rowid its scope gave it (``TAKE_ROWS``); its full-text row is ``INDEX_ROW``.
-INSERT = f"INSERT INTO records (rowid, scope, {COLUMNS}, terms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+INSERT = f"INSERT INTO records (rowid, scope, {COLUMNS}, terms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 #: The session's events that have a record (which of a save's records are new).
 HELD = "SELECT event_id FROM records WHERE scope = ? AND session_id = ?"
 #: ``?1`` rowids taken from scope ``?2``: the last one taken (never given again, erased or not).
@@ -171,7 +183,7 @@ INDEX_ROW = [f"INSERT INTO records_fts_{b} (rowid, terms) VALUES (?, ?)" for b i
 _SEARCH = """
 SELECT r.rowid{columns}, f.rank FROM (
     SELECT rowid, bm25(records_fts_{b}) AS rank FROM records_fts_{b}
-    WHERE records_fts_{b} MATCH ?1 AND rowid BETWEEN ?2 AND ?3 ORDER BY rank LIMIT ?5
+    WHERE records_fts_{b} MATCH ?1 AND rowid BETWEEN ?2 AND ?3{alive} ORDER BY rank LIMIT ?5
 ) AS f JOIN records AS r ON r.rowid = f.rowid
 WHERE r.scope = ?4
 ORDER BY f.rank
@@ -181,9 +193,9 @@ _RECORD = ", ".join("r." + c.strip() for c in COLUMNS.split(","))
 #: rowid of the scope, scope, k). Ranked in the full-text table alone, the records read after
 #: the limit (the scope check too, though the rowid range already holds only the scope's rows):
 #: a record looked up per match cost a third of a frequent-word search.
-SEARCH = [_SEARCH.format(columns=", " + _RECORD, b=b) for b in range(FTS_BUCKETS)]
+SEARCH = [_SEARCH.format(columns=", " + _RECORD, b=b, alive="") for b in range(FTS_BUCKETS)]
 #: The same, rowids and ranks only (hybrid search fuses on them before reading a record).
-SEARCH_IDS = [_SEARCH.format(columns="", b=b) for b in range(FTS_BUCKETS)]
+SEARCH_IDS = [_SEARCH.format(columns="", b=b, alive="") for b in range(FTS_BUCKETS)]
 BY_ROWID = f"SELECT rowid, {COLUMNS} FROM records WHERE rowid = ? AND scope = ?"
 COUNT = "SELECT count(*) FROM records WHERE scope = ?"
 SCAN = f"""
@@ -218,8 +230,9 @@ BY_ROWIDS = f"SELECT rowid, {COLUMNS} FROM records WHERE rowid IN ({{}}) AND +sc
 DELETE_ALL = "DELETE FROM records WHERE scope = ?"
 DELETE_ONE = "DELETE FROM records WHERE scope = ? AND id = ?"
 DELETE_SESSION = "DELETE FROM records WHERE scope = ? AND session_id = ?"
-#: After a delete, in its transaction: merge the full-text index into one segment, which drops
-#: the deleted rows' terms (FTS5 keeps them, with a delete marker, until segments merge).
+#: After a delete (or a record's words written over), in its transaction: merge the full-text index
+#: into one segment, which drops the deleted rows' terms (FTS5 keeps them, with a delete marker,
+#: until segments merge).
 PURGE = [f"INSERT INTO records_fts_{b} (records_fts_{b}) VALUES ('optimize')" for b in range(FTS_BUCKETS)]
 #: After an erase: the WAL's frames into the file, then the WAL emptied (first column: 1 if a
 #: reader kept it from completing).
@@ -246,7 +259,12 @@ SET_META = "INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) 
 #: A record's values for filters (``filtering.values_of``); INSERT OR IGNORE: 1 and 1.0 in one list are one.
 PUT_VALUE = "INSERT OR IGNORE INTO record_values (scope, path, kind, value, record) VALUES (?, ?, ?, ?, ?)"
 DROP_VALUES = "DELETE FROM record_values WHERE record = ?"
-ROWID_OF = "SELECT rowid FROM records WHERE scope = ? AND session_id = ? AND event_id = ?"
+#: A record as it is before an ``UPSERT`` writes over it (``rows._overwrite``): its rowid, then
+#: what the ``UPSERT`` compares, in ``to_row``'s order.
+STORED_OF = (
+    "SELECT rowid, id, author, role, event_types, text, content, timestamp, metadata, expires_at, updated_at, terms "
+    "FROM records WHERE scope = ? AND session_id = ? AND event_id = ?"
+)
 _FILTERED_SEARCH = """
 SELECT f.rowid{columns}, f.rank FROM (
     SELECT rowid, bm25(records_fts_{b}) AS rank FROM records_fts_{b}
@@ -323,3 +341,29 @@ BUMP_ROWS = "UPDATE scopes SET version = version + 1 WHERE scope IN (SELECT scop
 LOAD_SCOPE = """
 SELECT e.rowid, e.embedding FROM records AS r JOIN embeddings AS e ON e.rowid = r.rowid WHERE r.scope = ?
 """
+
+# -- expiry (``reads.py``: a read made at a moment leaves out what expired by then) ----------------
+
+#: A store's expiry index, made (with the columns, for a store made before them) by ``upgrade.expiry``:
+#: only the records that expire are in it, so "did any of this scope's expire by then" is one seek.
+EXPIRY_INDEX = "CREATE INDEX IF NOT EXISTS records_expiring ON records (scope, expires_at) WHERE expires_at IS NOT NULL"
+#: The record ``r`` is alive at ``?``.
+ALIVE = "(r.expires_at IS NULL OR r.expires_at > ?)"
+#: The scope's records that expired by ``?`` (rowids; a seek of ``records_expiring``).
+EXPIRED = "SELECT rowid FROM records WHERE scope = ? AND expires_at <= ?"
+#: The same as one text, less the scope's first rowid (``FILTERED_ROWIDS``): (first, scope, moment).
+EXPIRED_ROWIDS = "SELECT group_concat(rowid - ?) FROM records WHERE scope = ? AND expires_at <= ?"
+_NOT_EXPIRED = " AND rowid NOT IN (SELECT rowid FROM records WHERE scope = ?4 AND expires_at <= ?6)"
+#: ``SEARCH`` and ``SEARCH_IDS`` of the records alive at ``?6``: the expired ones' rowids (none,
+#: most often: one seek) left out of the full-text ranking before its limit.
+ALIVE_SEARCH = [_SEARCH.format(columns=", " + _RECORD, b=b, alive=_NOT_EXPIRED) for b in range(FTS_BUCKETS)]
+ALIVE_SEARCH_IDS = [_SEARCH.format(columns="", b=b, alive=_NOT_EXPIRED) for b in range(FTS_BUCKETS)]
+#: How many of the scope's records are alive at ``?2``: all less the expired (two index counts).
+ALIVE_COUNT = (
+    "SELECT (SELECT count(*) FROM records WHERE scope = ?1) - "
+    "(SELECT count(*) FROM records WHERE scope = ?1 AND expires_at <= ?2)"
+)
+#: A filter's ``{count}`` less its records that expired (scope, moment, ``{where}``'s arguments).
+ALIVE_FILTERED_COUNT = (
+    "SELECT ({count}) - (SELECT count(*) FROM records AS r WHERE r.scope = ? AND r.expires_at <= ? AND ({where}))"
+)

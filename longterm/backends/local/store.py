@@ -23,7 +23,8 @@ Why an erase purges: FTS5 keeps a deleted row's terms in its segments until they
 and the WAL keeps old pages until it is reset. An erase therefore merges the index
 (``optimize``: SQLite 3.40 has no FTS5 ``secure-delete``, which needs 3.42), with
 ``secure_delete`` zeroing every freed byte, then checkpoints and truncates the WAL
-(``PURGE``, its cost in ``bench/erase_purge.py``).
+(``PURGE``, its cost in ``bench/erase_purge.py``). A record written over by id with other
+words (``update``) is purged the same way (``rows.put``).
 """
 
 from __future__ import annotations
@@ -245,19 +246,23 @@ class LocalBackend(LocalSessions, LocalReads):
         """Outside the write transaction: a scope made there would vanish with a rollback."""
         return {pair: self._scope(*pair, create=True) for pair in {(r.app_name, r.user_id) for r in records}}  # type: ignore[misc]
 
-    def _put(self, records: Records, vectors: Vectors, ids: dict[tuple[str, str], int], held: Held | None) -> None:
-        """The records (and vectors) inside the caller's transaction (``held``: ``rows.put``'s)."""
+    def _put(self, records: Records, vectors: Vectors, ids: dict[tuple[str, str], int], held: Held | None) -> bool:
+        """The records (and vectors) inside the caller's transaction (``held``: ``rows.put``'s);
+        whether one was written over (``rows.put``: the WAL is then emptied after the commit)."""
         rows = [to_row(ids[r.app_name, r.user_id], r) for r in records]
-        put(self.conn, rows, held)
+        over = put(self.conn, rows, held)
         if self._vectors is not None and vectors is not None:
             self._vectors.write(self.conn, [row[0:1] + row[2:4] for row in rows], vectors)
             self.conn.executemany(sql.BUMP_VERSION, [(i,) for i in set(ids.values())])
+        return over
 
     @override
     def _write(self, records: Records, vectors: Vectors) -> None:
         ids = self._scope_ids(records)
         with write_transaction(self.conn):
-            self._put(records, vectors, ids, None)
+            over = self._put(records, vectors, ids, None)
+        if over:  # the old words are in the WAL's frames until it is emptied
+            truncate_wal(self.conn, self.path)
 
     @override
     def _commit(
@@ -268,16 +273,19 @@ class LocalBackend(LocalSessions, LocalReads):
         scope_pair = (scope.app_name, scope.user_id)
         scope_id = self._scope(*scope_pair, create=True)
         held: Held | None = None
+        over = False
         with write_transaction(self.conn) as conn:
             if new_only:  # read under the write lock: no worker saves and no erase comes in between
                 records, vectors = unsaved(records, vectors, self._ledger_saved(scope, session_id))
                 if scope_id is not None:  # that read: none of this session's records left has a row
                     held = {(scope_id, session_id): set()}
             if records:
-                self._put(records, vectors, ids, held)
+                over = self._put(records, vectors, ids, held)
             # A record is its own event's ledger entry: only the events without one go here.
             kept = {r.event_id for r in records if (r.app_name, r.user_id, r.session_id) == (*scope_pair, session_id)}
             conn.executemany(sql.INSERT_SAVED, [(scope_id, session_id, e) for e in event_ids if e not in kept])
+        if over:
+            truncate_wal(self.conn, self.path)
 
     @override
     def _ledger_mark(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
@@ -330,12 +338,13 @@ class LocalBackend(LocalSessions, LocalReads):
 
 
 def truncate_wal(conn: sqlite3.Connection, path: Path) -> None:
-    """After an erase: copy the WAL into the file and empty it (its frames hold the pages as they were)."""
+    """After an erase (or a record written over): copy the WAL into the file and empty it (its
+    frames hold the pages as they were)."""
     busy = conn.execute(sql.TRUNCATE_WAL).fetchone()[0]
     if busy:
         log.warning(
-            "local %s: the erase is done, but a reader kept the write-ahead log (%s-wal) from being emptied, so "
-            "it may hold the erased words until the next erase or the last connection closes",
+            "local %s: the erase (or correction) is done, but a reader kept the write-ahead log (%s-wal) from "
+            "being emptied, so it may hold the old words until the next erase or the last connection closes",
             path,
             path.name,
         )

@@ -9,7 +9,8 @@ filled from the records (``schema``, "Why the full-text index is ..."): the tabl
 buckets in use, and their triggers, made after the rows moved, so that moving them fires none.
 Then, once per store (``values``, behind the ``record_values`` mark in ``store_meta``), the
 values filters find records by, from each record's metadata (a store made before filters has
-the table empty; the records' words and rowids are left as they are).
+the table empty; the records' words and rowids are left as they are); and once, the columns of
+a record's life (``expiry``: a record of an older store never expires) and their index.
 
 Why apart from the engine: an upgrade reads a layout the engine writes no more, and goes
 when that version is no longer supported; the store keeps only the current schema.
@@ -24,10 +25,12 @@ from pathlib import Path
 from ...core.sqlite import write_transaction
 from ...retrieval.text import segment
 from .filtering import values_of
-from .schema import BUCKET_DDL, COLUMNS, FTS_BUCKETS, PUT_VALUE, ROW_BITS, stored_id
+from .schema import BUCKET_DDL, EXPIRY_INDEX, FTS_BUCKETS, PUT_VALUE, ROW_BITS, stored_id
 
 log = logging.getLogger(__name__)
 
+#: The columns a record of schema 1 fills (those of later versions are NULL in it).
+_V1_COLUMNS = "id, session_id, event_id, author, role, event_types, text, content, timestamp, metadata"
 #: A local store written before scopes had ids (schema 1): its tables, moved over on open.
 LOCAL_V1_TABLES = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memories'"
 LOCAL_V1 = f"""
@@ -36,7 +39,7 @@ INSERT OR IGNORE INTO scopes (index_name, app_name, user_id)
     UNION SELECT DISTINCT index_name, app_name, user_id FROM saved_events;
 UPDATE scopes SET version = coalesce((SELECT v.version FROM scope_versions AS v WHERE v.index_name = scopes.index_name
     AND v.app_name = scopes.app_name AND v.user_id = scopes.user_id), 0);
-INSERT INTO records (rowid, scope, {COLUMNS}, terms)
+INSERT INTO records (rowid, scope, {_V1_COLUMNS}, terms)
     SELECT m.rowid, s.scope, longterm_id(m.id), m.session_id, m.event_id, m.author, m.role, m.event_types,
            m.text, m.content, m.timestamp, m.metadata, longterm_terms(m.text)
     FROM memories AS m JOIN scopes AS s USING (index_name, app_name, user_id);
@@ -154,8 +157,30 @@ def values(conn: sqlite3.Connection, path: Path) -> None:
         conn.execute(MARK_VALUED)
 
 
+#: The columns of a record's life, added to a store made before them (NULL: it never expires).
+EXPIRY_COLUMNS = ("expires_at", "updated_at")
+HAS_EXPIRY = "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'records_expiring'"
+
+
+def expiry(conn: sqlite3.Connection, path: Path) -> None:
+    """Give a store made before expiry its columns (``EXPIRY_COLUMNS``) and ``records_expiring``,
+    once (the index is made last: where it is, both are); a new store, the index."""
+    if conn.execute(HAS_EXPIRY).fetchone():
+        return
+    with write_transaction(conn):
+        if conn.execute(HAS_EXPIRY).fetchone():  # another process did it
+            return
+        have = {r[1] for r in conn.execute("PRAGMA table_info(records)")}
+        for column in EXPIRY_COLUMNS:
+            if column not in have:
+                log.info("local %s: adding %s to the records", path, column)
+                conn.execute(f"ALTER TABLE records ADD COLUMN {column} REAL")
+        conn.execute(EXPIRY_INDEX)
+
+
 def upgrade(conn: sqlite3.Connection, path: Path) -> None:
-    """Move an older store to this schema (``local_v1``, ``local_v2``, then ``values``)."""
+    """Move an older store to this schema (``local_v1``, ``local_v2``, ``values``, then ``expiry``)."""
     local_v1(conn, path)
     local_v2(conn, path)
     values(conn, path)
+    expiry(conn, path)

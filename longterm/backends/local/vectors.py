@@ -36,6 +36,7 @@ from .filtering import Compiled
 from .schema import (
     BUMP_ROWS,
     DONE,
+    EXPIRED_ROWIDS,
     FILTERED_ROWIDS,
     GET_VERSION,
     LOAD_SCOPE,
@@ -59,15 +60,18 @@ class VectorStore:
         self._lock = threading.Lock()
         self._scanner: ThreadPoolExecutor | None = None
 
-    def top_soon(self, scoped: ScopeVectors, vector: np.ndarray, n: int) -> Future[list[tuple[int, float]]]:
-        """Start ``scoped.top`` on a thread of its own, for the caller to run full text meanwhile.
+    def top_soon(
+        self, scoped: ScopeVectors, vector: np.ndarray, n: int, without: np.ndarray | None = None
+    ) -> Future[list[tuple[int, float]]]:
+        """Start ``scoped.top`` (of the rows but those at positions ``without``) on a thread of its
+        own, for the caller to run full text meanwhile.
 
         Only the int8 scan gains from this: it is single-threaded SIMD work that releases
         the GIL, so it takes the other core while SQLite answers the full-text arm (the
         float32 product already spreads over the cores through BLAS, and small scopes take
         less time than the hand-off).
         """
-        return self._soon(scoped, scoped.top, vector, n)
+        return self._soon(scoped, scoped.top, vector, n, None, None, without)
 
     def ranked_soon(self, scoped: ScopeVectors, vector: np.ndarray, n: int) -> Future[Ranked]:
         """``scoped.ranked`` started as ``top_soon`` starts ``top``, as far as ``nearest`` may check
@@ -109,6 +113,17 @@ class VectorStore:
         conn.executemany(PUT_LATE_VECTOR, [(blobs[i].tobytes(), *key) for i, key in enumerate(keys)])
         conn.executemany(DONE, [(rowid, rowid, text) for rowid, text in keys])
         conn.execute(BUMP_ROWS.format(",".join(str(int(rowid)) for rowid, _ in keys)))
+
+    def expired(
+        self, conn: sqlite3.Connection, scoped: ScopeVectors, scope: int, alive_at: float | None
+    ) -> np.ndarray | None:
+        """The positions in ``scoped`` of the scope's records that expired by ``alive_at`` (None: no
+        moment, or none expired: one seek of ``records_expiring``)."""
+        if alive_at is None or not len(scoped):
+            return None
+        base = row_range(scope)[0]
+        rowids = _rowids(conn.execute(EXPIRED_ROWIDS, (base, scope, alive_at)), base)
+        return scoped.positions(rowids) if len(rowids) else None
 
     def matrix(self, conn: sqlite3.Connection, scope: int) -> ScopeVectors:
         """The scope's vectors, from the cache while the scope's version holds."""
@@ -158,9 +173,11 @@ def nearest(
     n: int,
     scope: int,
     passing: Compiled,
+    dead: np.ndarray | None = None,
 ) -> list[tuple[int, float]]:
     """The ``n`` best (rowid, cosine) of ``scoped`` among the records that pass ``passing``: what
-    ``scoped.top(vector, n, among=<every passing row>)`` gives (``ranked``: ``ranked_soon``'s).
+    ``scoped.top(vector, n, among=<every passing row>)`` gives (``ranked``: ``ranked_soon``'s);
+    ``dead``: positions left out whether they pass or not (``VectorStore.expired``).
 
     The best by the scan's ranking are checked first, twice as many as must pass, then as many more
     as the rate so far says are needed; once reading every passing rowid from the filter's index
@@ -171,6 +188,10 @@ def nearest(
     if not size or n <= 0:
         return []
     need = scoped.pool(n)
+    alive = None
+    if dead is not None and len(dead):
+        alive = np.ones(size, dtype=bool)
+        alive[dead] = False
     cost = CHECK_ROW_COST if passing.columns else CHECK_COST
     check = PASSING_ROWS if passing.columns else PASSING
     statement, extra = check.format(where=passing.where), ((scope,) if passing.columns else ())
@@ -179,6 +200,8 @@ def nearest(
     while done < len(order):
         at = order[done : done + chunk]
         done += len(at)
+        if alive is not None:
+            at = at[alive[at]]
         at = at[np.argsort(scoped.rowids[at])]  # in rowid order: the probes walk the index forwards
         rowids = scoped.rowids[at]
         args = (json.dumps(rowids.tolist()), *extra, *passing.where_args)
@@ -197,4 +220,5 @@ def nearest(
         chunk = int(1.25 * more) + 16
     base = row_range(scope)[0]
     rows = conn.execute(FILTERED_ROWIDS.format(rows=passing.rows), (base, *passing.rows_args))
-    return scoped.top(vector, n, scoped.positions(_rowids(rows, base)), approx)
+    among = scoped.positions(_rowids(rows, base))
+    return scoped.top(vector, n, among if alive is None else among[alive[among]], approx)
