@@ -11,8 +11,12 @@ session is a TAG digest too: a hit's neighbours are reads by time within it, ``c
 full text ranks as local's (our terms, NOSTEM, BM25STD); a filter is a clause of the same query over
 ``timestamp`` and the ``ftags`` TAG each record carries (``filtering``; an older store's and an older
 process's records given theirs by ``tokens``); a save is one Lua call per ``SCRIPT_BATCH``
-records with its ledger marks (leaving out events the ledger holds, and records stored exactly so);
-an erase of a user or session marks itself first, then goes one call per batch (``core.erasures``).
+records with its ledger marks (leaving out events the ledger holds, and records stored exactly so),
+each with its ``expires`` when it has one (removed when rewritten without; what a read at a moment
+compares, ``reads``); an erase of a user or session marks itself first, then goes one call per
+batch (``core.erasures``). An overwrite of an id (a correction) replaces its hash's fields in place:
+the old words stay where an erase leaves them, in RediSearch's index until its GC and in the AOF and
+RDB files until a purge (``_purge``).
 With ``sentinels`` the client follows the primary Sentinel names; ``wait_replicas`` makes each save's
 script wait (``WAIT``) for that many replicas, on the script's own connection.
 """
@@ -37,7 +41,7 @@ from ...errors import BackendError, BackendUnavailableError, ConfigurationError,
 from ...records import Scope, parse_record
 from ...retrieval.text import index_terms
 from .erasing import RedisErasures
-from .filtering import tags
+from .filtering import expiry, tags
 from .reads import RedisReads
 from .scripts import (
     ERASE,
@@ -57,7 +61,7 @@ from .scripts import (
     session_tag,
 )
 from .tokens import redis_tokens
-from .upgrade import redis_saved, redis_sessions, redis_v1
+from .upgrade import redis_expiry, redis_saved, redis_sessions, redis_v1
 
 if TYPE_CHECKING:
     pass
@@ -89,6 +93,7 @@ class RedisBackend(RedisReads, RedisErasures, Engine):
             where = redact_url(self.url)
         t, n = cfg.socket_timeout, cfg.max_connections
         super().__init__(where=where, store_id=f"redis:{where}#{self.ns}", workers=n, timeout=t, **cfg.hybrid_kwargs())
+        self._met: dict[str, float] = {}
         self._orphans: list[Any] = []
         """Clients inherited from a parent process (``_forget_after_fork``): kept, never closed."""
         self._connect()
@@ -173,6 +178,7 @@ class RedisBackend(RedisReads, RedisErasures, Engine):
         self._r.hsetnx(self.ns + "meta", INDEX_KEY, self.index)  # the name ``_indices`` reports
         redis_sessions(self._r, self.ns, self.index_name, empty=made and not upgraded)
         redis_saved(self._r, self.ns, self.index_name, empty=made and not upgraded)
+        redis_expiry(self._r, self.ns, self.index_name, empty=made and not upgraded)
         redis_tokens(self._r, self.ns, self.index_name, empty=made and not upgraded)
 
     @override
@@ -218,7 +224,7 @@ class RedisBackend(RedisReads, RedisErasures, Engine):
                     keys.append(f"{self.ns}m:{rec.id}")
                     doc = rec.model_dump_json(exclude={"content"} if rec.text_only_content() else None)
                     terms, session = " ".join(index_terms(rec.text)), session_tag(rec.session_id)
-                    args += (rec.event_id, doc, terms, repr(rec.timestamp), session, tags(rec))
+                    args += (rec.event_id, doc, terms, repr(rec.timestamp), session, tags(rec), expiry(rec))
                     if vecs is not None:
                         args.append(vecs[i].tobytes())
             if len(keys) > 2 or now:

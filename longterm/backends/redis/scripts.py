@@ -17,7 +17,7 @@ from ...core.erasures import Erasure
 from ...core.scope import safe_name, scope_key
 from ...core.windows import Ask
 from ...records import MemoryRecord, parse_record
-from .filtering import FILTER_FIELD
+from .filtering import EXPIRES_FIELD, FILTER_FIELD
 
 START_HINT = "Run Redis Stack (image redis/redis-stack-server), or start redis-server with --loadmodule redisearch.so."
 FAILOVER_HINT = "A failover is under way (or a replica was named as the server); retry in a few seconds."
@@ -34,7 +34,7 @@ SESSION_FIELD = ("session", "TAG")
 #: compares (``core.erasures``); a record without one was written before the store kept it.
 SAVED_FIELD = ("saved", "NUMERIC")
 SCHEMA: tuple[str, ...] = ("SCHEMA", "terms", "TEXT", "NOSTEM", "scope", "TAG", "timestamp", "NUMERIC", "SORTABLE")
-SCHEMA += (*FILTER_FIELD, *SESSION_FIELD, *SAVED_FIELD)
+SCHEMA += (*FILTER_FIELD, *SESSION_FIELD, *SAVED_FIELD, *EXPIRES_FIELD)
 #: The field of ``ns meta`` counting the store's writes and erases: its clock (only grows).
 CLOCK = "clock"
 #: The field of ``ns meta`` holding the clock up to which every record written carries its filter
@@ -64,7 +64,8 @@ end
 #: KEYS: ``ns meta``, the session's ledger set (or ``ns meta``), then per scope its set key, its erasure
 #: marks' key and its record keys. ARGV: 1 if records carry a vector, 1 to leave out events the ledger holds,
 #: the number of event ids to mark and those ids, then per scope its tag and record count, then per record
-#: its event id, doc, terms, timestamp, session tag, filter tokens [and embedding]. Leaving out inside the
+#: its event id, doc, terms, timestamp, session tag, filter tokens, expiry ('': none, the field is removed)
+#: [and embedding]. Leaving out inside the
 #: script: no erase can slip between a check and a write. A record stored exactly so (doc, terms, tokens,
 #: vector) is not written again (a second import writes nothing), unless an erase of its scope is under way
 #: (a write after its start keeps it). Each record written is stamped ``saved`` with the store's clock
@@ -88,17 +89,19 @@ while k <= #KEYS do
       if not erasing then
         local have = redis.call('HMGET', KEYS[i], 'doc', 'terms', 'ftags', 'embedding')
         same = have[1] == ARGV[a + 1] and have[2] == ARGV[a + 2] and have[3] == ARGV[a + 5]
-          and (not vec or have[4] == ARGV[a + 6])
+          and (not vec or have[4] == ARGV[a + 7])
       end
       if not same then
         now = now or tick()
         redis.call('HSET', KEYS[i], 'doc', ARGV[a + 1], 'terms', ARGV[a + 2], 'scope', tag, 'timestamp',
           ARGV[a + 3], 'session', ARGV[a + 4], 'ftags', ARGV[a + 5], 'saved', now)
-        if vec then redis.call('HSET', KEYS[i], 'embedding', ARGV[a + 6]) end
+        if ARGV[a + 6] == '' then redis.call('HDEL', KEYS[i], 'expires')
+        else redis.call('HSET', KEYS[i], 'expires', ARGV[a + 6]) end
+        if vec then redis.call('HSET', KEYS[i], 'embedding', ARGV[a + 7]) end
         kept[#kept + 1] = KEYS[i]
       end
     end
-    a = a + (vec and 7 or 6)
+    a = a + (vec and 8 or 7)
   end
   if #kept > 0 then sadd(KEYS[k], kept, 1, #kept) end
   k = k + count + 2

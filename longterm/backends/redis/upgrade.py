@@ -9,6 +9,8 @@ gets the field in its index (``FT.ALTER``) and every record its tag, once (``SES
 ``ns meta`` says it is done); a store just made empty only notes it. A process of the earlier
 release still saving into the store meanwhile writes records without the tag: a search finds
 them, only no neighbours are read around them.
+``redis_saved`` and ``redis_expiry`` add a NUMERIC field with no values yet (``saved``,
+``expires``), once each (a field of ``ns meta`` says it is done).
 
 ``records_of(client, ns)`` reads every record's ``doc``, a batch at a time (``tokens`` too).
 
@@ -24,6 +26,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ...retrieval.text import index_terms
+from .filtering import EXPIRES_FIELD
 from .scripts import SAVED_FIELD, SESSION_FIELD, session_tag
 
 if TYPE_CHECKING:
@@ -43,6 +46,8 @@ REDIS_BATCH = 500
 SESSIONS_KEY = "sessions"
 #: The field of ``ns meta`` saying the index has ``SAVED_FIELD``.
 SAVED_KEY = "saved_field"
+#: The field of ``ns meta`` saying the index has ``EXPIRES_FIELD``.
+EXPIRY_KEY = "expires_field"
 
 
 def redis_v1(r: Redis, ns: str) -> bool:
@@ -90,12 +95,24 @@ def records_of(r: Redis, ns: str) -> Iterator[tuple[list[bytes], list[bytes | No
 def redis_saved(r: Redis, ns: str, index: str, *, empty: bool) -> None:
     """The index told of ``SAVED_FIELD`` (an erase's mark compares it; ``erasing``), unless ``ns meta``
     says it was; records written before have none, and count as older than any erase."""
-    if r.hget(f"{ns}meta", SAVED_KEY) is not None:
+    _field(r, ns, index, SAVED_KEY, SAVED_FIELD, empty=empty)
+
+
+def redis_expiry(r: Redis, ns: str, index: str, *, empty: bool) -> None:
+    """The index told of ``EXPIRES_FIELD`` (what ``alive`` reads), unless ``ns meta`` says it was;
+    records written before have none and no ``EXPIRES`` token: they never expire."""
+    _field(r, ns, index, EXPIRY_KEY, EXPIRES_FIELD, empty=empty)
+
+
+def _field(r: Redis, ns: str, index: str, key: str, field: tuple[str, ...], *, empty: bool) -> None:
+    """``field`` added to the index (``FT.ALTER``; not to one ``empty``, made with it), then ``key`` set
+    in ``ns meta``; nothing when it is set already. No record is read: the field has no values yet."""
+    if r.hget(f"{ns}meta", key) is not None:
         return
     if not empty:
         try:
-            r.execute_command("FT.ALTER", index, "SCHEMA", "ADD", *SAVED_FIELD)
+            r.execute_command("FT.ALTER", index, "SCHEMA", "ADD", *field)
         except Exception as exc:  # made with the field, or by another process
             if "duplicate" not in str(exc).lower():
                 raise
-    r.hset(f"{ns}meta", SAVED_KEY, "1")
+    r.hset(f"{ns}meta", key, "1")
