@@ -15,6 +15,8 @@ Platform mode (``api_key``) uses ``MemoryClient`` alike, tested at the HTTP boun
 Filters: each memory carries its record's filter tokens and time, and a filter is mem0's own
 ``filters=``, applied in its vector store's query before its cut; ``mem0_filters`` lists what is
 supported (all, with a Qdrant vector store) and refused. Older memories get the tokens at open.
+A memory that expires carries its ``expires_at``: a read made at a moment leaves out what
+expired by then in the same query (``mem0_filters.Mem0Expiry``).
 
 A hit's neighbours are the core's default (``core.neighbours``): ``_page`` lists a user's memories
 in one call, which is as few as mem0's client allows (its metadata holds no session to filter by).
@@ -35,7 +37,7 @@ import json
 import os
 import warnings
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, ClassVar
@@ -60,7 +62,7 @@ from ..errors import BackendError, BackendUnavailableError, ConfigurationError, 
 from ..records import MemoryRecord, Scope, parse_record
 from ..retrieval.embedders import resolve_embedder
 from ..retrieval.embedders.adapters import Mem0Embedding
-from .mem0_filters import MARKER, filter_keys, mem0_filters, refusal, tag_old
+from .mem0_filters import EXPIRING, EXPIRY, MARKER, Mem0Expiry, filter_keys, mem0_filters, payloads, refusal, tag_old
 
 #: Largest number of memories of one user that count, scan and delete see at once.
 MAX_PER_USER = 100_000
@@ -130,17 +132,6 @@ def _release(memory: Any, shared: Any) -> None:
             memory.vector_store.client.close()
 
 
-def _payloads(client: Any, collection: str) -> Iterator[dict[str, Any]]:
-    """Every point's payload in ``collection``, a page at a time."""
-    cursor: Any = None
-    while True:
-        points, cursor = client.scroll(collection, limit=1000, offset=cursor, with_payload=True, with_vectors=False)
-        for p in points:
-            yield p.payload or {}
-        if cursor is None:
-            return
-
-
 def _mine(reply: Any, scope: Scope) -> Pairs:
     """The memories in ``reply`` longterm wrote for ``scope``, with their records (never trust
     a digest collision or a foreign write)."""
@@ -149,7 +140,7 @@ def _mine(reply: Any, scope: Scope) -> Pairs:
     return [(i, r) for i, r in pairs if r and (r.app_name, r.user_id) == (scope.app_name, scope.user_id)]
 
 
-class Mem0Backend(Engine):
+class Mem0Backend(Mem0Expiry, Engine):
     """``Mem0Backend(home=..., **Mem0Config fields)`` (or a ``Mem0Config``); ``home`` holds the platform
     mode's ledger and is the default parent of ``path`` (default: ``LONGTERM_HOME``)."""
 
@@ -249,6 +240,8 @@ class Mem0Backend(Engine):
         self._release = weakref.finalize(self, _release, memory, shared)
         if not have:
             self._side().meta_set(EMBEDDER_KEY, embedder.id)
+        if shared is not None and self._side().meta_get(EXPIRING):
+            shared.expiring.add(memory.vector_store.collection_name)
         if self._no_filters is None and not self._side().meta_get(MARKER):
             with self._serial():  # memories written before the filter keys get them (``mem0_filters.tag_old``)
                 tag_old(memory.vector_store.client, memory.vector_store.collection_name, by_filter=shared is None)
@@ -301,7 +294,7 @@ class Mem0Backend(Engine):
         with self._serial():
             client, collection = self._qdrant(), self._mem.vector_store.collection_name
             ids: dict[tuple[str, str], set[str]] = {}
-            for payload in _payloads(client, collection):
+            for payload in payloads(client, collection):
                 stored = payload.get("longterm")
                 if isinstance(stored, str):
                     r = parse_record(stored)
@@ -325,10 +318,13 @@ class Mem0Backend(Engine):
 
     def _filters(self, scope: Scope, where: Where | None) -> dict[str, Any] | None:
         """mem0's ``filters=`` for the scope's memories passing ``where`` (None: none can); a store
-        that cannot filter refuses here, before anything is read."""
+        that cannot filter refuses a filter here, before anything is read (a read at a moment
+        alone it answers: ``_alive``)."""
         if where is not None and self._no_filters is not None:
-            raise InvalidInputError(self._no_filters)
-        return mem0_filters(scope_user(scope), where)
+            if where.filter is not None:
+                raise InvalidInputError(self._no_filters)
+            where = None
+        return mem0_filters(scope_user(scope), where, self._may_expire())
 
     def _items(self, scope: Scope, where: Where | None = None, **filters: Any) -> Pairs:
         """The scope's mem0 memories (matching ``filters`` and ``where``) and their records."""
@@ -336,7 +332,7 @@ class Mem0Backend(Engine):
         if mine is None:
             return []
         reply = self._mem.get_all(filters={**mine, **filters}, top_k=MAX_PER_USER)
-        return _mine(reply, scope)
+        return self._alive(_mine(reply, scope), where)
 
     @override
     def _write(self, records: Records, vectors: Vectors) -> None:
@@ -351,12 +347,15 @@ class Mem0Backend(Engine):
         for scope, recs in by_scope.items():
             found = {r.id: i for i, r in self._items(scope, record_id={"in": list(recs)})}
             for r in recs.values():
-                meta = {"record_id": r.id, "app_name": r.app_name, "longterm": r.model_dump_json()}
+                meta: dict[str, Any] = {"record_id": r.id, "app_name": r.app_name, "longterm": r.model_dump_json()}
                 meta.update(filter_keys(r) if self._no_filters is None else {})
                 old = found.get(r.id)  # a replay changes nothing; an inferred fact is not rewritten
+                if old is not None and EXPIRY in (old.get("metadata") or {}):
+                    meta.setdefault(EXPIRY, None)  # mem0 merges a rewrite's metadata into the old
                 changed = old is not None and (old.get("metadata") or {}).get("longterm") != meta["longterm"]
                 if old is None or (changed and not self.cfg.infer):
                     todo.append((scope, r, meta, old))
+        self._note_expiring([t[1] for t in todo])
         adapter = None if self.cfg.infer else self._adapter  # verbatim: the texts are what mem0 embeds
         with adapter.ahead([t[1].text for t in todo]) if adapter else nullcontext():
             for scope, r, meta, old in todo:
@@ -373,7 +372,7 @@ class Mem0Backend(Engine):
             return []
         with self._serial():
             reply = self._mem.search(query.text, top_k=k, filters=filters, threshold=self.cfg.threshold)
-        return [(r, float(i.get("score") or 0.0)) for i, r in _mine(reply, scope)]
+        return [(r, float(i.get("score") or 0.0)) for i, r in self._alive(_mine(reply, scope), where)]
 
     @override
     def _remove(self, scope: Scope, ids: Sequence[str] | None, session_id: str | None) -> int:

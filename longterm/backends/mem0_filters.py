@@ -1,18 +1,25 @@
 """Filters on mem0: a ``core.where`` tree as mem0's own ``filters=``, applied inside its vector store's query.
 
-The seam: ``TAGS`` and ``TIME`` are the metadata keys ``Mem0Backend`` writes beside each record
-(its filter tokens, ``core.where.record_tokens``, and its ``timestamp``); ``mem0_filters(user,
-where)`` is the ``filters=`` of mem0's ``search`` and ``get_all`` for a scope's user (None when
-the tree passes nothing: the caller asks nothing); ``refusal(platform, config)`` says why a store
+The seam: ``TAGS``, ``TIME`` and ``EXPIRY`` are the metadata keys ``Mem0Backend`` writes beside
+each record (its filter tokens, ``core.where.record_tokens``, its ``timestamp``, and its
+``expires_at`` when it expires); ``mem0_filters(user, where, expiring)`` is the ``filters=`` of
+mem0's ``search`` and ``get_all`` for a scope's user (None when the tree passes nothing: the
+caller asks nothing; ``expiring`` False: the store holds no memory that expires, and a read made
+at a moment asks what an unfiltered one does); ``refusal(platform, config)`` says why a store
 cannot filter (None when it can); ``tag_old(client, collection, by_filter)`` gives the memories
-written before the tokens theirs, by payload alone.
+written before the tokens theirs, by payload alone; ``payloads(client, collection)`` reads every
+memory's payload (listings). ``Mem0Expiry``, a base of ``Mem0Backend``, keeps whether a store may
+hold a memory that expires (``EXPIRING`` in its meta, set before the first is written: while not,
+a read at a moment asks what an unfiltered one does), and leaves what expired out of what a store
+that cannot filter returned (after mem0's cut: a search there may return fewer than asked).
 
 What mem0 supports, and what is refused:
 
 - With a Qdrant vector store (the embedded default under ``path``, or a Qdrant server named in
   ``backend_config["config"]["vector_store"]``): every filter of ``core.filters``. Equality,
   ``$in``, ``$nin``, ``$ne``, ``$exists`` on metadata paths and on ``session_id``, ``author``,
-  ``role``, ``$and``/``$or``/``$not``, and ``timestamp`` in any way are applied exactly inside
+  ``role``, ``$and``/``$or``/``$not``, ``timestamp`` in any way, and what expired by a read's
+  moment (``core.where.alive``: "not ``EXPIRY`` <= now", as ``qdrant.tags`` says why) are applied exactly inside
   mem0's query (its vector search and its keyword search), before its top-k cut; a range over a
   metadata value (``{"n": {"$gt": 3}}``) narrows the query to the memories holding that path
   and the core checks the range on what mem0 returns, asking mem0 for more until enough pass
@@ -33,20 +40,53 @@ holds this to the reference on the installed mem0.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.where import Has, Neg, Node, Or, Span, Where, record_tokens
 from ..records import MemoryRecord, parse_record
+from .qdrant.tags import EXPIRING, alive_moment, unexpiring
 
 #: The metadata key holding a record's filter tokens (a list: Qdrant matches any element).
 TAGS = "ftags"
 #: The metadata key holding a record's ``timestamp`` (float seconds).
 TIME = "ftime"
+#: The metadata key holding a record's ``expires_at`` (float seconds), only when it expires (null on a
+#: memory rewritten since without one: mem0 merges a rewrite's metadata; null is in no range).
+EXPIRY = "fexp"
 #: The meta key set once the memories written before ``TAGS`` have them.
 MARKER = "filter_tags"
 #: Points a request sets at most.
 BATCH = 256
+T = TypeVar("T")
+
+
+class Mem0Expiry:
+    """Whether a mem0 store may hold a memory that expires, and a read at a moment where mem0 cannot filter."""
+
+    if TYPE_CHECKING:  # ``Mem0Backend``'s, which this is a base of
+        _mem: Any
+        _shared: Any
+        _no_filters: str | None
+
+        def _side(self) -> Any: ...
+
+    def _may_expire(self) -> bool:
+        """The embedded store (one process) keeps it in the path's client, which every engine of this
+        process on the path shares; any other store may be written by others: always True."""
+        return self._shared is None or self._mem.vector_store.collection_name in self._shared.expiring
+
+    def _note_expiring(self, records: Sequence[MemoryRecord]) -> None:
+        """Before ``records`` are written, the first time one of them expires: ``EXPIRING`` in the meta."""
+        if self._shared is not None and not self._may_expire() and any(r.expires_at is not None for r in records):
+            self._side().meta_set(EXPIRING, "1")
+            self._shared.expiring.add(self._mem.vector_store.collection_name)
+
+    def _alive(self, pairs: list[tuple[T, MemoryRecord]], where: Where | None) -> list[tuple[T, MemoryRecord]]:
+        """What of ``pairs`` (memories, records) is alive at ``where``'s moment, on a store that cannot filter."""
+        if where is None or self._no_filters is None:
+            return pairs
+        return [(i, r) for i, r in pairs if where.admits(r)]
 
 
 def refusal(platform: bool, config: Mapping[str, Any]) -> str | None:
@@ -68,6 +108,9 @@ def refusal(platform: bool, config: Mapping[str, Any]) -> str | None:
 
 def _tree(node: Node) -> Any:
     """``node`` in mem0's filter language, or True (passes everything) or False (nothing)."""
+    now = alive_moment(node)
+    if now is not None:
+        return {"NOT": [{EXPIRY: {"lte": now}}]}
     if isinstance(node, Has):
         return {TAGS: {"in": list(node.tokens)}} if node.tokens else False
     if isinstance(node, Span):
@@ -76,7 +119,7 @@ def _tree(node: Node) -> Any:
             bounds["gte" if node.lo_incl else "gt"] = node.lo
         if node.hi is not None:
             bounds["lte" if node.hi_incl else "lt"] = node.hi
-        return {TIME: bounds} if bounds else True
+        return {TIME if node.field == "timestamp" else EXPIRY: bounds} if bounds else True
     if isinstance(node, Neg):
         part = _tree(node.part)
         return (not part) if isinstance(part, bool) else {"NOT": [part]}
@@ -92,12 +135,13 @@ def _tree(node: Node) -> Any:
     return {"OR" if decisive else "AND": kept}
 
 
-def mem0_filters(user: str, where: Where | None) -> dict[str, Any] | None:
-    """mem0's ``filters=`` for ``user``'s memories passing ``where``'s tree; None when none can."""
+def mem0_filters(user: str, where: Where | None, expiring: bool = True) -> dict[str, Any] | None:
+    """mem0's ``filters=`` for ``user``'s memories passing ``where``'s tree; None when none can.
+    ``expiring`` False: the store holds no memory that expires (``qdrant.tags.unexpiring``)."""
     base: dict[str, Any] = {"user_id": user}
     if where is None:
         return base
-    tree = _tree(where.native)
+    tree = _tree(where.native if expiring else unexpiring(where))
     if tree is False:
         return None
     return base if tree is True else {**base, "$or": [tree]}
@@ -105,7 +149,21 @@ def mem0_filters(user: str, where: Where | None) -> dict[str, Any] | None:
 
 def filter_keys(r: MemoryRecord) -> dict[str, Any]:
     """The metadata a memory of ``r`` carries for filters (a write adds it, ``tag_old`` too)."""
-    return {TAGS: record_tokens(r), TIME: r.timestamp}
+    keys: dict[str, Any] = {TAGS: record_tokens(r), TIME: r.timestamp}
+    if r.expires_at is not None:
+        keys[EXPIRY] = r.expires_at
+    return keys
+
+
+def payloads(client: Any, collection: str) -> Iterator[dict[str, Any]]:
+    """Every point's payload in ``collection``, a page at a time."""
+    cursor: Any = None
+    while True:
+        points, cursor = client.scroll(collection, limit=1000, offset=cursor, with_payload=True, with_vectors=False)
+        for p in points:
+            yield p.payload or {}
+        if cursor is None:
+            return
 
 
 def tag_old(client: Any, collection: str, by_filter: bool) -> None:
@@ -136,4 +194,16 @@ def tag_old(client: Any, collection: str, by_filter: bool) -> None:
             return
 
 
-__all__ = ["MARKER", "TAGS", "TIME", "filter_keys", "mem0_filters", "refusal", "tag_old"]
+__all__ = [
+    "EXPIRING",
+    "EXPIRY",
+    "MARKER",
+    "TAGS",
+    "TIME",
+    "Mem0Expiry",
+    "filter_keys",
+    "mem0_filters",
+    "payloads",
+    "refusal",
+    "tag_old",
+]

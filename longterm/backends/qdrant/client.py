@@ -6,9 +6,10 @@ local mode on ``path`` (``engine="local"``; one thread). ``from_config``: a serv
 is configured, else local mode on ``path`` (the ``qdrant`` backend name picks qdrant-edge there
 unless ``engine="local"``: ``choice.py``).
 
-Filters: a server keyword-indexes the tokens (``tags.TAGS``; local mode indexes nothing). A store
-made before them gets the index and each point its tokens at open, once; on a server each point's
-change holds only while it still lacks them, so another process's rewrite meanwhile is kept.
+Filters: a server keyword-indexes the tokens (``tags.TAGS``) and range-indexes the expiry
+(``tags.EXPIRY``; local mode indexes nothing). A store made before them gets the indexes at open
+(the expiry's empty: its points never expire) and each point its tokens, once; on a server each
+point's change holds only while it still lacks them, so another process's rewrite meanwhile is kept.
 
 Why the ledger is a collection, ``<collection>.ledger``: it lives and dies with the store, on
 a server and in local mode alike (docs/backends.md); the index's logical name is a meta point
@@ -48,7 +49,7 @@ from .common import (
     to_record,
 )
 from .shared import Serial, Shared, local_client, release_local
-from .tags import MARKER, TAGS
+from .tags import EXPIRING, EXPIRY, MARKER, TAGS
 
 #: Points per request (a server refuses very large request bodies).
 BATCH = 256
@@ -124,7 +125,14 @@ class QdrantBackend(TimeWindows, QdrantEngine):
             self._client.create_payload_index(
                 self.collection, field_name=TAGS, field_schema=self._m.PayloadSchemaType.KEYWORD
             )
+        if self.url and EXPIRY not in (self._client.get_collection(self.collection).payload_schema or {}):
+            # a store made before expiry: its points have none (they never expire), the index starts empty
+            self._client.create_payload_index(
+                self.collection, field_name=EXPIRY, field_schema=self._m.PayloadSchemaType.FLOAT
+            )
         self._tag_old_points()
+        if self._shared is not None and self._meta_get(EXPIRING):  # local mode: one process per path
+            self._shared.expiring.add(self.collection)
 
     def _create(self, name: str, vectors: dict[str, Any], sparse: Any, fields: Sequence[str]) -> None:
         c = self._client
@@ -138,7 +146,8 @@ class QdrantBackend(TimeWindows, QdrantEngine):
         for field in fields if self.url else ():  # local mode has no payload indexes
             c.create_payload_index(name, field_name=field, field_schema=self._m.PayloadSchemaType.KEYWORD)
         if self.url and sparse is not None:  # a server orders by a range-indexed field (``_time_windows``)
-            c.create_payload_index(name, field_name="timestamp", field_schema=self._m.PayloadSchemaType.FLOAT)
+            for field in ("timestamp", EXPIRY):  # and reads at a moment leave out what expired by then
+                c.create_payload_index(name, field_name=field, field_schema=self._m.PayloadSchemaType.FLOAT)
 
     @override
     def _close(self) -> None:
@@ -177,6 +186,17 @@ class QdrantBackend(TimeWindows, QdrantEngine):
 
     # -- hooks ------------------------------------------------------------------------------
 
+    @override
+    def _may_expire(self) -> bool:
+        """A server's: always (other processes write); local mode's: as the path's client keeps it,
+        for every engine of this process on the collection."""
+        return self._shared is None or self.collection in self._shared.expiring
+
+    @override
+    def _now_expiring(self) -> None:
+        if self._shared is not None:
+            self._shared.expiring.add(self.collection)
+
     def _upsert(self, collection: str, points: list[Any]) -> None:
         for start in range(0, len(points), BATCH):
             self._client.upsert(collection, points=points[start : start + BATCH], wait=True)
@@ -193,6 +213,7 @@ class QdrantBackend(TimeWindows, QdrantEngine):
         records, vectors = self._changed(records, vectors)
         if not records:
             return
+        self._note_expiring(records)
         self._upsert(self.collection, [self._m.PointStruct(**p) for p in self._points(records, vectors)])
 
     @override

@@ -10,7 +10,10 @@ its filter tokens (``tags.TAGS``), a sparse BM25 vector (computed on the engine'
 with an embedder, a dense one. The scope is always a structured payload filter, never string
 matching; a ``where`` joins it in the same filter (``_scoped``, ``tags.condition``), so every
 read applies it before its cut: the vector and full-text queries, Qdrant's RRF, counts, scrolls.
-A store written before the tokens gets them once at open (``_tag_old_points``).
+A store written before the tokens gets them once at open (``_tag_old_points``). A record that
+expires carries ``tags.EXPIRY`` too; a read made at a moment leaves out what expired by then in
+the same filter, or, on an embedded store that never held a record that expires, asks nothing
+more than an unfiltered read (``_may_expire``).
 
 Both list their users (``_scopes``: one scroll of the index) and their indices
 (``_indices``): an index keeps its logical name (``backend_config["index"]``) beside it, since
@@ -46,7 +49,7 @@ from ...core.where import Where, record_tokens
 from ...errors import BackendError, BackendUnavailableError, ConfigurationError
 from ...records import Hit, MemoryRecord, Scope, parse_record
 from ...retrieval.sparse import document_vector, query_vector
-from .tags import MARKER, TAGS, condition
+from .tags import EXPIRING, EXPIRY, MARKER, TAGS, condition, unexpiring
 
 if TYPE_CHECKING:
     import numpy as np
@@ -58,8 +61,12 @@ RECORD = "record"
 SCOPE_FIELDS = ("app_name", "user_id")
 #: The fields a packed payload keeps beside ``RECORD``: the scope's, the session, and the time
 #: (session order is by time, then event id), which qdrant-edge indexes to read a hit's
-#: neighbours without reading its whole session (``windows``). Each key costs a write ~15 us.
-PACKED_FIELDS = (*SCOPE_FIELDS, "session_id", "timestamp")
+#: neighbours without reading its whole session (``windows``), and the expiry (``tags.EXPIRY``,
+#: range-indexed: reads made at a moment leave out what expired). Each key costs a write ~15 us.
+PACKED_FIELDS = (*SCOPE_FIELDS, "session_id", "timestamp", EXPIRY)
+#: Record fields left out of a payload (and its ``RECORD``) while None: a record that never expired
+#: nor was corrected is stored as the previous release stored it, and no point carries a null ``EXPIRY``.
+UNSET_WHEN_NONE = (EXPIRY, "updated_at")
 _NAMES = uuid.UUID("9b1f0c52-5f8e-4a43-9d55-6c0e1f7d2a10")
 ANOTHER_PROCESS = (
     "The embedded store is open in another process (one process per path). Use a Qdrant server "
@@ -206,7 +213,8 @@ class QdrantEngine(Engine):
         passes nothing (the caller then asks nothing)."""
         if where is None:
             return self._filter(scope)
-        cond = condition(self._lib, where.native, self.range_type)
+        native = where.native if self._may_expire() else unexpiring(where)
+        cond = condition(self._lib, native, self.range_type)
         if cond is False:
             return None
         return self._filter(scope, also=() if cond is True else (cond,))
@@ -216,11 +224,29 @@ class QdrantEngine(Engine):
         return self._lib.SparseVector(indices=indices, values=values)
 
     def _payload(self, r: MemoryRecord) -> dict[str, Any]:
-        payload = r.model_dump(mode="json", include=set(PACKED_FIELDS) if self.packed_payload else None)
+        unset = {f for f in UNSET_WHEN_NONE if getattr(r, f) is None}
+        payload = r.model_dump(mode="json", include=set(PACKED_FIELDS) if self.packed_payload else None, exclude=unset)
         if self.packed_payload:
-            payload[RECORD] = r.model_dump_json()
+            payload[RECORD] = r.model_dump_json(exclude=unset)
         payload[TAGS] = record_tokens(r)
         return payload
+
+    def _may_expire(self) -> bool:
+        """Whether the store may hold a record that expires (``EXPIRING`` in its meta, set before the
+        first is written): while not, a read at a moment is the unfiltered read (``tags.unexpiring``).
+        An embedded store (one process) keeps the answer; a server's others may write to: always True."""
+        return True
+
+    def _now_expiring(self) -> None:
+        """The store's meta now holds ``EXPIRING``: ``_may_expire`` says so from here on."""
+
+    def _note_expiring(self, records: Records) -> None:
+        """Before ``records`` are written, the first time one of them expires: ``EXPIRING`` in the
+        store's meta (set first: a write that fails after it leaves a store read as one that may hold
+        some, which is right whatever it holds)."""
+        if any(r.expires_at is not None for r in records) and not self._may_expire():
+            self._meta_set(EXPIRING, "1")
+            self._now_expiring()
 
     def _tag_old_points(self) -> None:
         """Once per store (``MARKER`` in its meta), at open: every point written before the filter

@@ -7,7 +7,8 @@ are read a few points each side of it (``windows.EdgeWindows``) where the store 
 points' time (a store made since: ``_load`` makes the indexes); an older one reads sessions whole.
 Filters are a payload condition on the keyword-indexed tokens (``tags``), in the same query; a
 store made before them gets the index and each point its tokens at open, once (by id: the lock
-keeps other processes out).
+keeps other processes out). A record's expiry is a range-indexed float (``tags.EXPIRY``); a store
+made before it gets the (empty) index at open: its points never expire.
 
 Why so, in short (at length in docs/backends.md, "qdrant"): the ledger and meta are a
 ``SideLedger`` file in the store's directory (exact lookups, one SQLite transaction each); an
@@ -44,7 +45,7 @@ from ...errors import BackendError, require
 from ...retrieval.fusion import RRF_K
 from .common import DENSE, INDEX_KEY, RULES, SCOPE_FIELDS, SPARSE, QdrantEngine, collection_name
 from .shared import let_go
-from .tags import MARKER, TAGS
+from .tags import EXPIRING, EXPIRY, MARKER, TAGS
 from .windows import WINDOW_INDEXES, EdgeWindows, windows_ready
 
 LOCK_FILE, SHARD_DIR, LEDGER_FILE = ".longterm.lock", "shard", "ledger.db"
@@ -86,6 +87,8 @@ class QdrantEdgeBackend(EdgeWindows, QdrantEngine):
         self._lock_fd: int | None = None
         self._release: weakref.finalize[Any, Any] | None = None
         """``_release(shard, fd, ledger)`` on close, or once the engine is dropped unclosed."""
+        self._expiring = True
+        """The store may hold a record that expires (``common._may_expire``), read at open."""
 
     @classmethod
     def from_config(cls, config: dict[str, Any], *, root: Path) -> QdrantEdgeBackend:
@@ -108,11 +111,15 @@ class QdrantEdgeBackend(EdgeWindows, QdrantEngine):
             raise
         self._shard, self._lock_fd = shard, fd
         self._release = weakref.finalize(self, _release, shard, fd, self._side())
+        schema = shard.info().payload_schema
+        if EXPIRY not in schema:  # a store made before expiry: its points have none, the index is empty
+            shard.update(self._e.UpdateOperation.create_field_index(EXPIRY, self._e.PayloadSchemaType.Float))
         if not self._side().meta_get(MARKER):  # a store made before the filter tokens: their index first
-            if TAGS not in shard.info().payload_schema:
+            if TAGS not in schema:
                 shard.update(self._e.UpdateOperation.create_field_index(TAGS, self._e.PayloadSchemaType.Keyword))
             self._tag_old_points()
         self.windowed = windows_ready(self._e, shard)
+        self._expiring = bool(self._side().meta_get(EXPIRING))  # the store's lock: no other process writes
         if self._side().meta_get(INDEX_KEY) != self.index:
             self._side().meta_set(INDEX_KEY, self.index)
 
@@ -145,7 +152,7 @@ class QdrantEdgeBackend(EdgeWindows, QdrantEngine):
         shard = e.EdgeShard.create(str(place), self._config())
         try:
             making.step("created")
-            indexes = [(field, "Keyword") for field in (*SCOPE_FIELDS, TAGS)] + list(WINDOW_INDEXES)
+            indexes = [(field, "Keyword") for field in (*SCOPE_FIELDS, TAGS)] + [*WINDOW_INDEXES, (EXPIRY, "Float")]
             for field, kind in indexes:
                 shard.update(e.UpdateOperation.create_field_index(field, getattr(e.PayloadSchemaType, kind)))
                 making.step(f"indexed {field}")
@@ -270,12 +277,21 @@ class QdrantEdgeBackend(EdgeWindows, QdrantEngine):
     # -- hooks ------------------------------------------------------------------------------
 
     @override
+    def _may_expire(self) -> bool:
+        return self._expiring
+
+    @override
+    def _now_expiring(self) -> None:
+        self._expiring = True
+
+    @override
     def _stored(self, point_ids: list[str], dense: bool) -> list[Any]:
         return list(self._shard.retrieve(point_ids, with_payload=True, with_vector=[DENSE] if dense else False))
 
     @override
     def _write(self, records: Records, vectors: Vectors) -> None:
         records, vectors = self._changed(records, vectors)
+        self._note_expiring(records)
         points = [self._e.Point(**p) for p in self._points(records, vectors)]
         for start in range(0, len(points), BATCH):  # qdrant-edge holds the GIL while it writes
             self._shard.update(self._e.UpdateOperation.upsert_points(points[start : start + BATCH]))

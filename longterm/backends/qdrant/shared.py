@@ -28,6 +28,9 @@ class Shared:
 
     def __init__(self, key: str, client: Any) -> None:
         self.key, self.client, self.lock, self.users = key, client, threading.RLock(), 0
+        self.expiring: set[str] = set()
+        """The collections of this path that may hold a record that expires (their meta said so at
+        open, or one was written since): kept here, as every engine of this process on one shares it."""
 
 
 class Serial:

@@ -128,7 +128,7 @@ class Updating:
         assert not any("4417" in m.text for m in memory.search_sync("4417", user_id=USER))
         assert memory.search_sync("9902", user_id=USER)[0].id == old.id
         merged = memory.update_sync(old.id, user_id=USER, metadata={"n": 1}, merge=True)
-        assert merged is not None and merged.metadata == {"topic": "gym", "n": 1}
+        assert merged is not None and {"topic": "gym", "n": 1}.items() <= merged.metadata.items()  # mem0 adds its id
         assert merged.text == "my locker code is 9902"
         for again in (False, True):
             memory.portal.call(memory.add_session_to_memory(session, reconsider=again))
