@@ -49,7 +49,7 @@ from .runner import Hooks, Label, Runner
 from .saving import Saving, Writes
 from .searching import Query, Reads, Scored, Searching
 from .selection import Cursor, Page, page_by_time, sorted_page, unsaved
-from .where import Where
+from .where import Where, given
 
 if TYPE_CHECKING:
     import numpy as np
@@ -198,7 +198,7 @@ class Engine(Listing, SessionReads, ErasureMarks):
         self, scope: Scope, cursor: Cursor, size: int, newest_first: bool, where: Where | None = None
     ) -> Page:
         """``_page`` by time, the next cursor JSON-able; this default reads the scope and sorts it."""
-        pager = self._page if where is None else partial(self._page, where=where)
+        pager = partial(self._page, where=where) if given(where, self._page) else self._page
         return page_by_time(pager, scope, cursor, size, newest_first)
 
     def _scopes(self) -> list[tuple[str, str, int]]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 from ..records import MemoryRecord, Scope
 from .capabilities import capabilities
 from .selection import Cursor, Page
-from .where import Where, given
+from .where import Where, given, takes_where
 
 T = TypeVar("T")
 
@@ -39,15 +39,20 @@ class Listing:
             self, scope: Scope, cursor: Cursor, size: int, newest_first: bool, where: Where | None = None
         ) -> Page: ...
 
-    def _checks(self, where: Where | None) -> bool:
-        """Whether what the engine returns for ``where`` needs a second look here."""
-        return where is not None and not (where.exact or capabilities(self).filters_exact)
+    def _checks(self, where: Where | None, primitive: Callable[..., object] | None = None) -> bool:
+        """Whether what ``primitive`` (default ``_page``) returns for ``where`` needs a second look
+        here: it takes no filter (an engine written before filters), or applies only part of it."""
+        if where is None:
+            return False
+        if not takes_where(self._page if primitive is None else primitive):
+            return True
+        return not (where.exact or capabilities(self).filters_exact)
 
     async def count(self, scope: Scope, *, where: Where | None = None) -> int:
         """How many records of ``scope`` (that pass ``where``)."""
-        if self._checks(where):
+        if self._checks(where, self._count):
             return sum([1 async for _ in self.scan(scope, where=where)])
-        return await self._read("counting memories", partial(self._count, scope, **given(where)))
+        return await self._read("counting memories", partial(self._count, scope, **given(where, self._count)))
 
     async def scan(
         self, scope: Scope, batch_size: int = 500, *, where: Where | None = None
@@ -55,7 +60,7 @@ class Listing:
         """Every record of ``scope`` (that passes ``where``), each exactly once."""
         cursor: Cursor = None
         while True:
-            page = partial(self._page, scope, cursor, batch_size, **given(where))
+            page = partial(self._page, scope, cursor, batch_size, **given(where, self._page))
             records, cursor = await self._read("reading memories", page)
             for rec in records:
                 if where is None or not self._checks(where) or where.admits(rec):
@@ -74,8 +79,8 @@ class Listing:
     ) -> Page:
         """One page of ``scope`` by time and the next page's cursor (``_page_by_time``); with ``where``,
         of the records that pass it (a page may then be short; the cursor says whether more follow)."""
-        page = partial(self._page_by_time, scope, cursor, size, newest_first, **given(where))
+        page = partial(self._page_by_time, scope, cursor, size, newest_first, **given(where, self._page_by_time))
         records, after = await self._read("reading memories", page)
-        if where is not None and self._checks(where):
+        if where is not None and (self._checks(where, self._page_by_time) or self._checks(where)):
             records = [r for r in records if where.admits(r)]
         return records, after

@@ -99,6 +99,14 @@ class Hook(Generic[P, R]):
         self._owner = weakref.ref(method.__self__)
         self._name = method.__name__
 
+    def target(self) -> Callable[P, R]:
+        """The method a call would run now."""
+        owner = self._owner()
+        if owner is None:
+            raise ReferenceError("the engine was dropped")
+        method: Callable[P, R] = getattr(owner, self._name)
+        return method
+
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         owner = self._owner()
         if owner is None:

@@ -30,7 +30,7 @@ from ..records import Hit, MemoryRecord, Scope
 from ..retrieval.hybrid import Hybrid
 from .embedding import Embedding
 from .runner import Hook, Runner
-from .where import Where, deeper, given
+from .where import Where, deeper, given, takes_where
 
 if TYPE_CHECKING:
     import numpy as np
@@ -110,7 +110,12 @@ class Searching:
     def _deeper(
         self, fetch: Callable[[int], list[R]], k: int, where: Where | None, record: Callable[[R], MemoryRecord]
     ) -> list[R]:
-        return deeper(fetch, k, where, record, exact=self.filters_exact)
+        return deeper(fetch, k, where, record, exact=self._exact(where, self._fulltext))
+
+    def _exact(self, where: Where | None, primitive: Callable[..., object]) -> bool:
+        """What ``primitive`` returns for ``where`` needs no second look: it takes the filter, and
+        applies all of it."""
+        return where is None or (takes_where(primitive) and (self.filters_exact or where.exact))
 
     async def search_then(
         self, scope: Scope, q: Query, top_k: int, then: Callable[[list[Hit]], T], where: Where | None = None
@@ -131,7 +136,9 @@ class Searching:
             extra = {"degraded": embedding.vectors_off} if embedding.vectors_off else {}
 
             def found() -> tuple[list[Hit], T | None]:
-                rows = self._deeper(lambda n: self._fulltext(scope, q, n, **given(where)), top_k, where, _first)
+                rows = self._deeper(
+                    lambda n: self._fulltext(scope, q, n, **given(where, self._fulltext)), top_k, where, _first
+                )
                 hits = [Hit(record=rec, score=s, arms={self.text_arm: s}, extra=extra) for rec, s in rows[:top_k]]
                 return hits, after(hits)
 
@@ -143,9 +150,9 @@ class Searching:
                     native = self._native
 
                     def fetch(n: int) -> list[Hit]:
-                        return native(scope, q, vector, n, degraded, **given(where))
+                        return native(scope, q, vector, n, degraded, **given(where, native))
 
-                    hits = self._deeper(fetch, top_k, where, _record)
+                    hits = deeper(fetch, top_k, where, _record, exact=self._exact(where, native))
                 else:
                     hits = self.both_arms(scope, q, vector, top_k, degraded, where)
                 return hits, after(hits)
@@ -168,11 +175,19 @@ class Searching:
         """On a worker: full text and vectors, fused here (also for a native engine that fuses only
         some ways, as Qdrant does RRF only); with ``where``, each arm's best that pass it."""
         depth = self._hybrid.depth(k)
-        text = self._deeper(lambda n: self._fulltext(scope, query, n, **given(where)), depth, where, _first)
+        text = self._deeper(
+            lambda n: self._fulltext(scope, query, n, **given(where, self._fulltext)), depth, where, _first
+        )
         near: Scored = []
         if vector is not None:
             try:
-                near = self._deeper(lambda n: self._nearest(scope, vector, n, **given(where)), depth, where, _first)
+                near = deeper(
+                    lambda n: self._nearest(scope, vector, n, **given(where, self._nearest)),
+                    depth,
+                    where,
+                    _first,
+                    exact=self._exact(where, self._nearest),
+                )
             except Exception as exc:  # degrade visibly: full text still answers
                 err, _ = self._runner.translate(exc, "searching by vector")
                 why = f"vector search failed ({err}); results are full text only"

@@ -21,7 +21,9 @@ What it costs: one token per scalar (a list: per element) and one per path, 21 b
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -287,10 +289,27 @@ def holds(node: Node, tokens: frozenset[str] | set[str], timestamp: float, expir
     return not holds(node.part, tokens, timestamp, expires_at)
 
 
-def given(where: Where | None) -> dict[str, Where]:
-    """``where=`` for a primitive only when there is a filter: an engine written before filters
-    still answers every unfiltered read."""
-    return {} if where is None else {"where": where}
+def takes_where(fn: Callable[..., object]) -> bool:
+    """Whether ``fn`` (a primitive, a backend's method, or a hook with ``target()``) takes ``where=``:
+    one written before filters does not, and is then asked without it and checked here."""
+    target = getattr(fn, "target", None)
+    fn = target() if callable(target) else fn
+    return _takes_where(getattr(fn, "__func__", fn))
+
+
+@functools.lru_cache(maxsize=256)
+def _takes_where(fn: Callable[..., object]) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "where" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
+def given(where: Where | None, fn: Callable[..., object] | None = None) -> dict[str, Where]:
+    """``where=`` for ``fn`` only when there is a filter and ``fn`` takes one (``takes_where``): an
+    engine written before filters still answers, and the caller checks what it returns."""
+    return {} if where is None or (fn is not None and not takes_where(fn)) else {"where": where}
 
 
 # -- reading deeper --------------------------------------------------------------------------------
@@ -299,10 +318,11 @@ def given(where: Where | None) -> dict[str, Where]:
 def deeper(
     fetch: Callable[[int], list[T]], k: int, where: Where | None, record: Callable[[T], MemoryRecord], *, exact: bool
 ) -> list[T]:
-    """The first ``k`` of what ``fetch(n)`` (an engine's best ``n``, filtered by ``where.native``)
-    gives that pass ``where``: read once when the engine applied the whole filter (``exact``), else
+    """The first ``k`` of what ``fetch(n)`` (an engine's best ``n``, filtered by ``where.native``
+    where it takes it) gives that pass ``where``: read once when what it returns needs no second
+    look (``exact``: it applied the whole filter), else
     read deeper (4x at a time, up to ``DEEPEST``) until ``k`` passed or the engine had no more."""
-    if where is None or exact or where.exact:
+    if where is None or exact:
         return fetch(k)
     n = max(k, 1) * 4
     while True:
@@ -330,6 +350,7 @@ __all__ = [
     "deeper",
     "living",
     "given",
+    "takes_where",
     "holds",
     "record_tokens",
     "token",

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..core.engine import sorted_page
 from ..core.errors import guard
-from ..core.where import Where
+from ..core.where import Where, takes_where
 from ..errors import ConfigurationError, InvalidInputError
 from ..facts.model import is_fact
 from ..records import Hit, Memory, MemoryPage, MemoryRecord, Scope
@@ -86,9 +86,12 @@ class Reader:
         at = read_cursor(cursor, newest_first)
         pager = getattr(self.parts.backend, "page_by_time", None)
         with self._guard("reading memories"):
-            if pager is not None:
+            if pager is not None and (where is None or takes_where(pager)):
                 filtered = {} if where is None else {"where": where}
                 page, nxt = await pager(scope, at, limit, newest_first=newest_first, **filtered)
+            elif pager is not None:  # a backend that takes no filter: its page, checked here (maybe short)
+                page, nxt = await pager(scope, at, limit, newest_first=newest_first)
+                page = [r for r in page if where is None or where.admits(r)]
             else:  # a backend of the bare protocol: read the scope, sort it
                 records = [r async for r in self.parts.backend.scan(scope) if where is None or where.admits(r)]
                 page, nxt = sorted_page(records, at, limit, newest_first)
@@ -101,12 +104,19 @@ class Reader:
         """Every record of the scope (that passes ``where``)."""
         backend = self.parts.backend
         with self._guard("reading memories"):
-            async for rec in backend.scan(scope) if where is None else backend.scan(scope, where=where):
+            if where is None or not takes_where(backend.scan):
+                async for rec in backend.scan(scope):
+                    if where is None or where.admits(rec):  # a backend that takes no filter: checked here
+                        yield rec
+                return
+            async for rec in backend.scan(scope, where=where):
                 yield rec
 
     async def count(self, scope: Scope, where: Where | None = None) -> int:
         """How many records the scope holds (that pass ``where``)."""
         backend = self.parts.backend
+        if where is not None and not takes_where(backend.count):  # it takes no filter: counted here
+            return sum([1 async for _ in self.scan(scope, where)])
         with self._guard("counting memories"):
             return await (backend.count(scope) if where is None else backend.count(scope, where=where))
 

@@ -30,9 +30,9 @@ from .. import telemetry
 from ..core.engine import Engine
 from ..core.errors import guard
 from ..core.neighbours import Lending
-from ..core.where import Where
+from ..core.where import Where, takes_where
 from ..entries import MemoryEntry, SearchMemoryResponse, make_content
-from ..errors import InvalidInputError
+from ..errors import ConfigurationError, InvalidInputError
 from ..facts import SearchKind, is_fact, split_hits
 from ..records import Hit, MemoryRecord, Scope
 from ..retrieval import context as neighbourhood
@@ -248,11 +248,18 @@ class Searcher:
             fetch = min(inputs.MAX_TOP_K, max(fetch, head_size(ask.rerank_top_n, ask.k)))
         one_read = lending(self.parts.backend)  # the hits and the lenders' neighbours in one hop
         with self._guard("searching memories"):
-            if ask.where is not None:  # a backend of the bare protocol takes no filter: it says so
+            search = self.parts.backend.search
+            if ask.where is not None and takes_where(one_read if one_read is not None else search):
                 filtered = {"where": ask.where}
                 if one_read is not None:
                     return await one_read(scope, ask.query, fetch, _picker(ask.kind), 1, **filtered)
-                return await self.parts.backend.search(scope, ask.query, fetch, **filtered), None
+                return await search(scope, ask.query, fetch, **filtered), None
+            if ask.where is not None and ask.where.filter is not None:
+                raise ConfigurationError(
+                    f"backend {self.backend_name!r} takes no filters (its search has no where=), so it cannot "
+                    "filter before its top-k cut; search without filters=, or use a built-in backend."
+                )
+            # no filter, or only the moment of the read: what expired is left out of the hits below
             if one_read is not None:
                 return await one_read(scope, ask.query, fetch, _picker(ask.kind), 1)
             return await self.parts.backend.search(scope, ask.query, fetch), None

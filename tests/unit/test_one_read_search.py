@@ -16,7 +16,7 @@ import pytest
 
 from longterm import LongTermMemory
 from longterm.backends.local import LocalBackend
-from longterm.errors import BackendUnavailableError
+from longterm.errors import BackendUnavailableError, ConfigurationError
 from longterm.records import Hit, Scope
 
 TURNS = ["which hotel should I book in Lisbon", "the Bairro Alto one, near the tram", "thanks", "ok"]
@@ -143,4 +143,21 @@ async def test_with_an_embedder_one_read_answers_as_two(tmp_path: Path, monkeypa
     apart = await _texts(m)
     assert reads == ["searching", "reading neighbours"], reads
     assert together == apart and {t for t, _ in together} >= set(TURNS[:2])
+    await m.close()
+
+
+async def test_an_engine_written_before_filters_refuses_a_filtered_search_and_hides_what_expired(
+    tmp_path: Path,
+) -> None:
+    # Its search takes no where=: a filter cannot go before its cut, so it is refused by name; the
+    # moment of a read still holds (what expired is left out of its hits and of every listing).
+    clock = [2_000_000_000.0]
+    m = LongTermMemory(backend=Discreet(tmp_path / "m.db"), clock=lambda: clock[0])
+    await m.add_session_to_memory(_session("s", ["hotel in lisbon"]))
+    await m.add_session_to_memory(_session("t", ["hotel in porto"]), ttl=10)
+    with pytest.raises(ConfigurationError, match="takes no filters"):
+        await m.search_memory(app_name="app", user_id="u", query="hotel", filters={"session_id": "s"})
+    clock[0] += 11
+    assert [t for t, _ in await _texts(m, "hotel")] == ["hotel in lisbon"]
+    assert await m.count(app_name="app", user_id="u", filters={"session_id": "t"}) == 0
     await m.close()
