@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .._sync import SyncPortal
     from ..ports import MemoryPort
     from .lifecycle import Lifecycle
+    from .sweeping import Sweeps
 
 
 class Closing:
@@ -27,6 +28,7 @@ class Closing:
 
     if TYPE_CHECKING:  # ``MemoryService``'s
         _life: Lifecycle
+        _sweeps: Sweeps
 
         @property
         def portal(self) -> SyncPortal: ...
@@ -63,6 +65,7 @@ class Closing:
 
         With the store down the release still happens, first; then one ``BackendUnavailableError``
         says how many events went unsaved and how to recover them (``recover_sessions``)."""
+        self._sweeps.cancel()
         await self._life.close(flush=flush)
 
     def close_sync(self, *, flush: bool = True) -> None:

@@ -125,6 +125,8 @@ class Saver:
         self.locate = locate
         """The saver of the index a session's scope lives in (``memory.routing``); None: this one."""
         self.refused_logged: set[tuple[str, str, str, str]] = set()
+        self.on_expiring: Callable[[Scope, float], None] | None = None
+        """Told (scope, moment) after a save wrote memories that expire (``memory.sweeping``)."""
 
     def _guard(self, what: str) -> AbstractContextManager[None]:
         return guard(what, f"backend {self.backend_name!r}")
@@ -149,6 +151,7 @@ class Saver:
         plan = await target._plan_and_write(
             scope, view, policy, None, reconsider=reconsider, off_loop=big, expires=expires
         )
+        self._expiring(scope, expires, plan.records)
         if log.isEnabledFor(logging.DEBUG):  # the pseudonym is a hash: not made for a line nobody logs
             log.debug(
                 "saved %d of %d new events of session %s",
@@ -205,6 +208,7 @@ class Saver:
         view = await _cpu(big, read)
         target = self if self.locate is None else await self.locate(scope)
         plan = await target._plan_and_write(scope, view, policy, meta, reconsider=False, off_loop=big, expires=expires)
+        self._expiring(scope, expires, plan.records)
         return SaveResult(
             session_id=sid, new_events=plan.new_events, saved=len(plan.records), memory_ids=[r.id for r in plan.records]
         )
@@ -220,7 +224,12 @@ class Saver:
         with self._guard("saving memories"):
             await target.parts.backend.upsert(records)
         target._schedule_facts(scope, records)
+        self._expiring(scope, expires, records)
         return SaveResult(session_id="_direct", new_events=new, saved=len(records))
+
+    def _expiring(self, scope: Scope, expires: float | None, records: list[MemoryRecord]) -> None:
+        if expires is not None and records and self.on_expiring is not None:
+            self.on_expiring(scope, expires)
 
     async def records(self, batch: Sequence[object]) -> None:
         """Write records as they are, each with the id its app, user, session and event derive,

@@ -33,10 +33,12 @@ from ..policies import MemoryAutoSavePolicy, resolve_policy
 from ..records import Hit, MemoryRecord, SaveResult, Scope, name_id
 from . import inputs, lifetimes
 from .closing import Closing
+from .correcting import Corrector
 from .lifecycle import Lifecycle
 from .routing import Located, Route, Router
 from .searching import Ask
 from .settings import MemorySettings
+from .sweeping import Sweeps
 from .wiring import wire
 
 
@@ -45,18 +47,25 @@ class MemoryService(MemoryServiceBase, Closing, MemorySettings):
 
     _router: Router = PrivateAttr()
     _life: Lifecycle = PrivateAttr()
+    _sweeps: Sweeps = PrivateAttr()
 
     @override
     def model_post_init(self, context: Any, /) -> None:
         super().model_post_init(context)
         self._router = Router(self, wire(self))
         self._life = Lifecycle(self._router)
+        self._sweeps = Sweeps(lambda: self.portal, self._sweep, self.clock_now)
+        self._own.saver.on_expiring = self._sweeps.due
         self.seal()
 
     @property
     def _own(self) -> Route:
         """This memory's own index: listings, and what a scope-less call reads."""
         return self._router.primary
+
+    async def _sweep(self, scope: Scope) -> int:
+        """Erase what of ``scope`` expired by now (``memory.sweeping``, in the background)."""
+        return await Corrector(await self._route(scope)).sweep(scope, self.clock_now())
 
     async def _route(self, scope: Scope) -> Route:
         """The index ``scope`` lives in (``memory.routing.RULE``)."""

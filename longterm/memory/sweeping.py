@@ -1,0 +1,76 @@
+"""Sweeping in the background: what a memory saved with an expiry is erased soon after it expires.
+
+The seam: ``Sweeps(portal, sweep, clock)``; a save that wrote memories expiring at ``at`` calls
+``due(scope, at)`` (from any thread), and a timer on the memory's own loop sweeps that scope
+(``sweep(scope)``: ``correcting.Corrector.sweep``) once the clock passed ``at``; ``cancel()`` at
+close drops what is pending. A sweep that fails is logged and left to the next one (``longterm
+delete --expired`` sweeps on demand).
+
+Why only a tidy-up: reads never return what expired from its moment on, sweep or no sweep (every
+read is made at a moment: ``core.where.living``); the sweep takes the words out of the store's
+files, with an erase's guarantees. Why only what this process saved: another process sweeps what
+it saved, and ``delete --expired`` what no running process holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from .._sync import SyncPortal
+from ..records import Scope
+
+log = logging.getLogger(__name__)
+
+#: Seconds after a memory's moment its sweep starts (a save and its expiry racing each other settle first).
+GRACE = 0.05
+#: Longest a timer waits before it looks again (the clock a test injects may have moved meanwhile).
+LONGEST = 3_600.0
+
+
+class Sweeps:
+    """The memory's pending sweeps, by scope (see the module docstring)."""
+
+    def __init__(
+        self, portal: Callable[[], SyncPortal], sweep: Callable[[Scope], Awaitable[int]], clock: Callable[[], float]
+    ) -> None:
+        self._portal, self._sweep, self._clock = portal, sweep, clock
+        self._timers: dict[Scope, tuple[float, asyncio.TimerHandle]] = {}
+        self._closed = False
+
+    def due(self, scope: Scope, at: float) -> None:
+        """Memories of ``scope`` expire at ``at``: sweep them then (any thread)."""
+        if not self._closed:
+            self._portal().post(self._arm, scope, at)
+
+    def _arm(self, scope: Scope, at: float) -> None:
+        """On the memory's loop: a timer for ``scope`` at its earliest moment."""
+        held = self._timers.get(scope)
+        if self._closed or (held is not None and held[0] <= at):
+            return
+        if held is not None:
+            held[1].cancel()
+        delay = min(LONGEST, max(0.0, at - self._clock()) + GRACE)
+        loop = asyncio.get_running_loop()
+        self._timers[scope] = (at, loop.call_later(delay, self._fire, scope, at))
+
+    def _fire(self, scope: Scope, at: float) -> None:
+        self._timers.pop(scope, None)
+        if self._closed:
+            return
+        if self._clock() < at:  # the clock has not reached it yet (a long wait, or a clock a test holds)
+            self._arm(scope, at)
+            return
+        asyncio.ensure_future(self._run(scope))
+
+    async def _run(self, scope: Scope) -> None:
+        try:
+            await self._sweep(scope)
+        except Exception as exc:  # a tidy-up: reads are right without it; the next sweep tries again
+            why = f"{type(exc).__name__}: {exc}"
+            log.warning("sweeping expired memories failed (%s); `longterm delete --expired` sweeps them", why)
+
+    def cancel(self) -> None:
+        """At close: no sweep starts any more (the timers still held fire as no-ops, or stop with the loop)."""
+        self._closed = True
