@@ -41,6 +41,11 @@ EXPECTED = {
         "run 2 > You told me: I'm allergic to shellfish",
         "bob   > I don't know yet.",
     ],
+    "langgraph_store.py": [
+        "thread 1 > Noted!",
+        "thread 2 > You told me: I'm allergic to shellfish",
+        "bob      > I don't know yet.",
+    ],
 }
 #: What a repr looks like in the output; a person reads text.
 REPRS = ("MemoryEntry(", "Content(", "Part(", "Memory(id=", "SaveResult(", "object at 0x", '{"result"')
