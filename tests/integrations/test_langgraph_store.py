@@ -603,3 +603,23 @@ def test_keys_and_namespaces_beyond_longterms_id_limits(memory: LongTermMemory) 
     assert [i.namespace for i in store.search(("Jose\u0301",))] == [("Jose\u0301", "m")]
     assert store.search(("Jos\u00e9",)) == [] and store.get(("Jos\u00e9", "m"), "k") is None
     assert memory.count_sync(app_name="lg", user_id="Jos\u00e9") == 1
+
+
+# -- LangMem's tools over the store ---------------------------------------------------------------
+
+
+def test_langmems_tools_create_search_update_and_delete_over_the_store(store: LongTermStore) -> None:
+    from langmem import create_manage_memory_tool, create_search_memory_tool
+
+    manage = create_manage_memory_tool(namespace=("memories", "alice"), store=store)
+    search = create_search_memory_tool(namespace=("memories", "alice"), store=store)
+    created = manage.invoke({"content": "Alice prefers window seats on long flights", "action": "create"})
+    assert "created" in str(created).lower()
+    (item,) = store.search(("memories", "alice"))
+    found = search.invoke({"query": "window seats"})
+    assert "window seats" in str(found)
+    manage.invoke({"content": "Alice prefers aisle seats now", "action": "update", "id": item.key})
+    assert store.get(("memories", "alice"), item.key).value["content"] == "Alice prefers aisle seats now"
+    manage.invoke({"action": "delete", "id": item.key})
+    assert store.search(("memories", "alice")) == []
+    assert store.search(("memories", "bob")) == []

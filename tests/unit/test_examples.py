@@ -45,6 +45,7 @@ EXPECTED = {
         "thread 1 > Noted!",
         "thread 2 > You told me: I'm allergic to shellfish",
         "bob      > I don't know yet.",
+        "langmem  > True",
     ],
 }
 #: What a repr looks like in the output; a person reads text.
