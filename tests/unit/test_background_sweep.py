@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from longterm import LongTermMemory
+from longterm.testing.contract import HANG_LIMIT
 from longterm.testing.contract.life import Clock
 
 
@@ -20,7 +21,7 @@ def _stored(memory: LongTermMemory) -> list[str]:
     return memory.portal.call(read())
 
 
-def _until(check, limit: float = 10.0) -> bool:
+def _until(check, limit: float = HANG_LIMIT) -> bool:  # a bound against a hang, not a timing
     end = time.monotonic() + limit
     while time.monotonic() < end:
         if check():
