@@ -22,6 +22,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..core.where import living, takes_where
 from ..errors import InvalidInputError
 from ..facts.model import AUTHOR, Fact, is_fact, trail
 from ..locate import SeveralIndices, choose
@@ -159,9 +160,13 @@ class Inspector:
         one call of the engine's time-ordered page primitive (``page_by_time``)."""
         memory = await self.where(app, user)
         engine = memory.backend_instance
-        page, nxt = await engine.page_by_time(  # type: ignore[attr-defined]
-            Scope(app_name=app, user_id=user), _read_cursor(cursor), limit, newest_first=True
+        alive = living(None, memory.clock_now())  # what expired is never shown, from its moment
+        pager = engine.page_by_time  # type: ignore[attr-defined]
+        filtered = {"where": alive} if takes_where(pager) else {}
+        page, nxt = await pager(
+            Scope(app_name=app, user_id=user), _read_cursor(cursor), limit, newest_first=True, **filtered
         )
+        page = [r for r in page if alive.admits(r)]
         return {
             "app": app,
             "user": user,
