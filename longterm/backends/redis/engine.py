@@ -166,9 +166,18 @@ class RedisBackend(RedisReads, RedisErasures, Engine):
     @override
     def _open(self) -> None:
         vector = () if self.embedder is None else (*VECTOR, self.embedder.dim)
+        # A store never opened (no ``ns meta``, no index of 0.1) has no record to scan: its index skips
+        # RediSearch's initial scan, which walks the server's whole keyspace and re-indexed the first
+        # records saved meanwhile (BM25's statistics moved under two reads of one question).
+        fresh = not self._r.exists(self.ns + "meta") and f"{self.ns}idx".encode() not in self._r.execute_command(
+            "FT._LIST"
+        )
+        skip = ("SKIPINITIALSCAN",) if fresh else ()
         try:
             made = bool(
-                self._r.execute_command("FT.CREATE", self.index_name, *INDEX_ON, self.ns + "m:", *SCHEMA, *vector)
+                self._r.execute_command(
+                    "FT.CREATE", self.index_name, *INDEX_ON, self.ns + "m:", *skip, *SCHEMA, *vector
+                )
             )
         except Exception as exc:
             if "already exists" not in str(exc).lower():
