@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -21,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from longterm import LongTermMemory, MemoryRecord, Scope
+from longterm import LongTermMemory, MemoryRecord
 from longterm.backends.opensearch import OpenSearchBackend
 from longterm.backends.opensearch.bulk import chunks, send
 from longterm.backends.opensearch.schema import FILTERED, TOKENS, TOKENS_META, data_index
@@ -32,8 +31,8 @@ from longterm.retrieval.embedders import HashingEmbedder
 from longterm.retrieval.text import query_terms, segment
 from longterm.testing import make_record
 from longterm.testing.filter_strategies import filters
+from tests.backends.drawn import SCOPE, Store, crowd, drawn_records
 
-SCOPE = Scope(app_name="app", user_id="u1")
 APPLE = Query("apple", query_terms("apple", stem=False))
 
 
@@ -49,29 +48,10 @@ def _engine(memory: LongTermMemory) -> OpenSearchBackend:
 # -- (1) the five that pass, under a thousand that rank above them --------------------------------
 
 
-def _crowd() -> list[MemoryRecord]:
-    """1,995 records "apple apple apple" (topic common), then 5 that say apple once among other words
-    (topic rare, older, an ``n`` of 5 to 9): they rank last for "apple" by BM25 and by vector."""
-    loud = [
-        make_record("apple apple apple", event=f"c{i}", metadata={"topic": "common"}, timestamp=1_700_000_000.0 + i)
-        for i in range(1995)
-    ]
-    quiet = [
-        make_record(
-            f"an apple among walnuts pears plums figs and quinces number {i}",
-            event=f"r{i}",
-            metadata={"topic": "rare", "n": 5 + i},
-            timestamp=1_600_000_000.0 + i,
-        )
-        for i in range(5)
-    ]
-    return loud + quiet
-
-
 async def test_the_five_that_pass_are_found_under_the_thousands_that_rank_above_them(os_cfg: dict):
     memory = LongTermMemory(backend="opensearch", backend_config=os_cfg, embedder=HashingEmbedder(64), app_name="app")
     engine = _engine(memory)
-    records = _crowd()
+    records = crowd()
     await engine.upsert(records)
     rare = {r.id for r in records[-5:]}
     vector = engine.embedder.embed(["apple"], kind="query")[0]  # type: ignore[union-attr]
@@ -94,102 +74,10 @@ async def test_the_five_that_pass_are_found_under_the_thousands_that_rank_above_
 
 # -- (2) the engine and the reference agree on drawn filters ------------------------------------
 
-SCALARS: list[Any] = [None, True, False, -3, -1, 0, 1, 2, 3, 0.0, 1.0, 1.5, -2.5, "a", "b", "travel", "Travel", "é"]
-
-
-def _metadata(rng: random.Random) -> dict[str, Any]:
-    def value() -> Any:
-        if rng.random() < 0.3:
-            return [rng.choice(SCALARS) for _ in range(rng.randint(0, 3))]
-        return rng.choice(SCALARS)
-
-    meta: dict[str, Any] = {}
-    for key in ("topic", "n"):
-        if rng.random() < 0.7:
-            meta[key] = value()
-    if rng.random() < 0.6:
-        meta["tags"] = [rng.choice(SCALARS) for _ in range(rng.randint(0, 3))]
-    if rng.random() < 0.5:
-        project: dict[str, Any] = {}
-        if rng.random() < 0.7:
-            project["phase"] = rng.choice(SCALARS)
-        if rng.random() < 0.6:
-            project["n"] = rng.randint(-3, 3)
-        meta["project"] = project
-    return meta
-
-
-#: Shapes a random draw may miss: a path through a non-object, an object where a scalar is read,
-#: 1 beside 1.0, an empty list and object, nothing at all.
-EDGES: list[dict[str, Any]] = [
-    {},
-    {"project": "flat"},
-    {"topic": {"nested": "travel"}},
-    {"n": 1},
-    {"n": 1.0},
-    {"n": True},
-    {"tags": [], "project": {}},
-    {"topic": None, "n": [1, "1", None]},
-]
-
-
-def _records(user: str) -> list[MemoryRecord]:
-    rng = random.Random(44)
-    out = []
-    for i in range(40):
-        out.append(
-            make_record(
-                f"note {i}",
-                user=user,
-                session=rng.choice(["s1", "s2", "x"]),
-                event=f"e{i}",
-                role=rng.choice(["user", "model", ""]),
-                author=rng.choice(["alice", "x", ""]),
-                timestamp=rng.choice([100.0, 101.0, 101.5, 102.0, 103.0, 104.0]),
-                metadata=EDGES[i] if i < len(EDGES) else _metadata(rng),
-            )
-        )
-    return out
-
-
-class Store:
-    """One store of ``_records`` (and the same for another user), kept for every drawn filter."""
-
-    def __init__(self, cfg: dict) -> None:
-        self.loop = asyncio.new_event_loop()
-        embedder = HashingEmbedder(16)
-        self.memory = LongTermMemory(backend="opensearch", backend_config=cfg, embedder=embedder, app_name="app")
-        self.engine = _engine(self.memory)
-        self.records = _records("u1")
-        self.run(self.engine.upsert([*self.records, *_records("u2")]))
-
-    def run(self, coro: Any) -> Any:
-        return self.loop.run_until_complete(coro)
-
-    def scan(self, where: Any) -> list[str]:
-        async def read() -> list[str]:
-            return [r.id async for r in self.engine.scan(SCOPE, batch_size=7, where=where)]
-
-        return cast(list[str], self.run(read()))
-
-    def pages(self, where: Any) -> list[str]:
-        """The engine's own pages (no second look by the core)."""
-        ids: list[str] = []
-        cursor = None
-        while True:
-            records, cursor = self.engine._page(SCOPE, cursor, 7, where=where)
-            ids += [r.id for r in records]
-            if cursor is None:
-                return ids
-
-    def close(self) -> None:
-        self.run(self.memory.close())
-        self.loop.close()
-
 
 @pytest.fixture(scope="module")
 def store(services, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    s = Store(services("opensearch").config(tmp_path_factory.mktemp("filters")))
+    s = Store("opensearch", services("opensearch").config(tmp_path_factory.mktemp("filters")), vectors=True)
     yield s
     s.close()
 
@@ -259,7 +147,7 @@ def _sources(engine: OpenSearchBackend) -> dict[str, dict[str, Any]]:
 
 
 async def test_an_index_of_the_previous_release_gets_its_tokens_once(os_cfg: dict, monkeypatch: pytest.MonkeyPatch):
-    records = _records("u1")
+    records = drawn_records("u1")
     a = LongTermMemory(backend="opensearch", backend_config=os_cfg, app_name="app")
     b = LongTermMemory(backend="opensearch", backend_config=os_cfg, app_name="app")
     ea, eb = _engine(a), _engine(b)

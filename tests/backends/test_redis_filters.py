@@ -13,7 +13,6 @@ filtered read.
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from longterm import LongTermMemory, MemoryRecord, Scope
+from longterm import LongTermMemory, MemoryRecord
 from longterm.backends.redis import RedisBackend
 from longterm.backends.redis.filtering import FILTER_FIELD, clause, tags
 from longterm.backends.redis.scripts import CLOCK, FILTERS_KEY, INDEX_ON, SCHEMA, session_tag
@@ -36,8 +35,8 @@ from longterm.retrieval.text import index_terms, query_terms
 from longterm.testing import make_record
 from longterm.testing.contract import HANG_LIMIT
 from longterm.testing.filter_strategies import filters
+from tests.backends.drawn import SCOPE, Store, crowd, drawn_records
 
-SCOPE = Scope(app_name="app", user_id="u1")
 APPLE = Query("apple", query_terms("apple", stem=False))
 
 
@@ -79,31 +78,10 @@ def _scored(engine: RedisBackend, query: Query, k: int, where: Any) -> tuple[dic
 # -- (1) the five that pass, under a thousand that rank above them --------------------------------
 
 
-def _crowd() -> list[MemoryRecord]:
-    """1,995 records "apple apple apple" (topic common), then 5 that say apple once among other words
-    (topic rare, older, an ``n`` of 5 to 9, each in a session of its own): they rank last for "apple"
-    by BM25 and by vector."""
-    loud = [
-        make_record("apple apple apple", event=f"c{i}", metadata={"topic": "common"}, timestamp=1_700_000_000.0 + i)
-        for i in range(1995)
-    ]
-    quiet = [
-        make_record(
-            f"an apple among walnuts pears plums figs and quinces number {i}",
-            session=f"q{i}",
-            event=f"r{i}",
-            metadata={"topic": "rare", "n": 5 + i},
-            timestamp=1_600_000_000.0 + i,
-        )
-        for i in range(5)
-    ]
-    return loud + quiet
-
-
 async def test_the_five_that_pass_are_found_under_the_thousands_that_rank_above_them(redis_cfg: dict):
     memory = LongTermMemory(backend="redis", backend_config=redis_cfg, embedder=HashingEmbedder(64), app_name="app")
     engine = _engine(memory)
-    records = _crowd()
+    records = crowd()
     await engine.upsert(records)
     rare = {r.id for r in records[-5:]}
     vector = engine.embedder.embed(["apple"], kind="query")[0]  # type: ignore[union-attr]
@@ -134,101 +112,10 @@ async def test_the_five_that_pass_are_found_under_the_thousands_that_rank_above_
 
 # -- (2) the engine and the reference agree on drawn filters ------------------------------------
 
-SCALARS: list[Any] = [None, True, False, -3, -1, 0, 1, 2, 3, 0.0, 1.0, 1.5, -2.5, "a", "b", "travel", "Travel", "é"]
-
-
-def _metadata(rng: random.Random) -> dict[str, Any]:
-    def value() -> Any:
-        if rng.random() < 0.3:
-            return [rng.choice(SCALARS) for _ in range(rng.randint(0, 3))]
-        return rng.choice(SCALARS)
-
-    meta: dict[str, Any] = {}
-    for key in ("topic", "n"):
-        if rng.random() < 0.7:
-            meta[key] = value()
-    if rng.random() < 0.6:
-        meta["tags"] = [rng.choice(SCALARS) for _ in range(rng.randint(0, 3))]
-    if rng.random() < 0.5:
-        project: dict[str, Any] = {}
-        if rng.random() < 0.7:
-            project["phase"] = rng.choice(SCALARS)
-        if rng.random() < 0.6:
-            project["n"] = rng.randint(-3, 3)
-        meta["project"] = project
-    return meta
-
-
-#: Shapes a random draw may miss: a path through a non-object, an object where a scalar is read,
-#: 1 beside 1.0, an empty list and object, nothing at all.
-EDGES: list[dict[str, Any]] = [
-    {},
-    {"project": "flat"},
-    {"topic": {"nested": "travel"}},
-    {"n": 1},
-    {"n": 1.0},
-    {"n": True},
-    {"tags": [], "project": {}},
-    {"topic": None, "n": [1, "1", None]},
-]
-
-
-def _records(user: str) -> list[MemoryRecord]:
-    rng = random.Random(44)
-    out = []
-    for i in range(40):
-        out.append(
-            make_record(
-                f"note {i}",
-                user=user,
-                session=rng.choice(["s1", "s2", "x"]),
-                event=f"e{i}",
-                role=rng.choice(["user", "model", ""]),
-                author=rng.choice(["alice", "x", ""]),
-                timestamp=rng.choice([100.0, 101.0, 101.5, 102.0, 103.0, 104.0]),
-                metadata=EDGES[i] if i < len(EDGES) else _metadata(rng),
-            )
-        )
-    return out
-
-
-class Store:
-    """One store of ``_records`` (and the same for another user), kept for every drawn filter."""
-
-    def __init__(self, cfg: dict) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.memory = LongTermMemory(backend="redis", backend_config=cfg, app_name="app")
-        self.engine = _engine(self.memory)
-        self.records = _records("u1")
-        self.run(self.engine.upsert([*self.records, *_records("u2")]))
-
-    def run(self, coro: Any) -> Any:
-        return self.loop.run_until_complete(coro)
-
-    def scan(self, where: Any) -> list[str]:
-        async def read() -> list[str]:
-            return [r.id async for r in self.engine.scan(SCOPE, batch_size=7, where=where)]
-
-        return cast(list[str], self.run(read()))
-
-    def pages(self, where: Any) -> list[str]:
-        """The engine's own pages (no second look by the core)."""
-        ids: list[str] = []
-        cursor = None
-        while True:
-            records, cursor = self.engine._page(SCOPE, cursor, 7, where=where)
-            ids += [r.id for r in records]
-            if cursor is None:
-                return ids
-
-    def close(self) -> None:
-        self.run(self.memory.close())
-        self.loop.close()
-
 
 @pytest.fixture(scope="module")
 def store(services, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    s = Store(services("redis").config(tmp_path_factory.mktemp("filters")))
+    s = Store("redis", services("redis").config(tmp_path_factory.mktemp("filters")))
     yield s
     s.close()
 
@@ -274,7 +161,7 @@ def test_search_with_drawn_filters_returns_only_what_passes(store: Store, data: 
 async def test_a_filtered_page_leaves_out_what_an_erase_under_way_covers(redis_cfg: dict):
     memory = LongTermMemory(backend="redis", backend_config=redis_cfg, app_name="app")
     engine = _engine(memory)
-    records = _records("u1")
+    records = drawn_records("u1")
     await engine.upsert(records)
     try:
         await asyncio.to_thread(engine._erasure_begin, Erasure(app_name="app", user_id="u1", session_id="s1"))
@@ -309,7 +196,7 @@ def _hashes(engine: RedisBackend) -> dict[bytes, dict[bytes, bytes]]:
 
 
 async def test_a_store_of_the_previous_release_gets_its_tokens_once(redis_cfg: dict, monkeypatch: pytest.MonkeyPatch):
-    records = _records("u1")
+    records = drawn_records("u1")
     first = LongTermMemory(backend="redis", backend_config=redis_cfg, app_name="app")
     await _engine(first).upsert(records)
     _as_the_previous_release_left_it(_engine(first))
