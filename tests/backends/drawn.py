@@ -11,6 +11,8 @@ import random
 from typing import Any, cast
 
 from longterm import LongTermMemory, MemoryRecord, Scope
+from longterm.core.filters import matches
+from longterm.core.where import where_of
 from longterm.retrieval.embedders import HashingEmbedder
 from longterm.testing import make_record
 
@@ -129,3 +131,19 @@ class Store:
     def close(self) -> None:
         self.run(self.memory.close())
         self.loop.close()
+
+
+def agrees_with_reference(memory: LongTermMemory, backend: Any, records: list[MemoryRecord], spec: Any) -> None:
+    """``spec`` drawn over ``records`` (all of one user): the engine's scan, count and search pass
+    exactly what ``core.filters.matches`` passes."""
+    scope, where = memory.scope(records[0].app_name, records[0].user_id), where_of(spec)
+    assert where is not None
+    want = sorted(r.id for r in records if matches(where.filter, r))
+
+    async def scanned() -> list[str]:
+        return [r.id async for r in backend.scan(scope, where=where)]
+
+    assert sorted(memory.portal.call(scanned())) == want, spec
+    assert memory.portal.call(backend.count(scope, where=where)) == len(want), spec
+    hits = memory.portal.call(backend.search(scope, "memory about the harbour", 40, where=where))
+    assert sorted(h.record.id for h in hits) == want, spec

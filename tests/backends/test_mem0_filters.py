@@ -25,6 +25,7 @@ from longterm.core.where import where_of
 from longterm.records import MemoryRecord, Scope
 from longterm.testing.contract.filters import APP, USER, corpus
 from longterm.testing.filter_strategies import filters
+from tests.backends.drawn import agrees_with_reference
 
 
 def _memory(path: Path) -> LongTermMemory:
@@ -53,15 +54,7 @@ def drawn_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Long
 def test_a_drawn_filter_lists_counts_and_searches_what_the_reference_passes(
     drawn_store: tuple[LongTermMemory, Any, list[MemoryRecord]], spec: dict[str, Any]
 ) -> None:
-    memory, backend, records = drawn_store
-    scope, where = memory.scope(APP, USER), where_of(spec)
-    assert where is not None
-    want = sorted(r.id for r in records if matches(where.filter, r))
-    got = [r.id for r in memory.portal.call(_scan(backend, scope, where))]
-    assert sorted(got) == want, spec
-    assert memory.portal.call(backend.count(scope, where=where)) == len(want), spec
-    hits = memory.portal.call(backend.search(scope, "memory about the harbour", 40, where=where))
-    assert sorted(h.record.id for h in hits) == want, spec
+    agrees_with_reference(*drawn_store, spec)
 
 
 def _points(backend: Any) -> dict[str, tuple[dict[str, Any], Any]]:

@@ -23,6 +23,7 @@ from longterm.retrieval.embedders import HashingEmbedder
 from longterm.testing import make_record
 from longterm.testing.contract.filters import APP, USER, corpus
 from longterm.testing.filter_strategies import filters
+from tests.backends.drawn import agrees_with_reference
 
 ENGINES = ["edge", "local"]
 OLD_STORES = Path(__file__).resolve().parents[1] / "data" / "stores_71d0724"
@@ -95,15 +96,7 @@ def drawn_store(
 def test_a_drawn_filter_lists_counts_and_searches_what_the_reference_passes(
     drawn_store: tuple[LongTermMemory, Any, list[MemoryRecord]], spec: dict[str, Any]
 ) -> None:
-    memory, backend, records = drawn_store
-    scope, where = memory.scope(APP, USER), where_of(spec)
-    assert where is not None
-    want = sorted(r.id for r in records if matches(where.filter, r))
-    got = [r.id for r in memory.portal.call(_scan(backend, scope, where))]
-    assert sorted(got) == want, spec
-    assert memory.portal.call(backend.count(scope, where=where)) == len(want), spec
-    hits = memory.portal.call(backend.search(scope, "memory about the harbour", 40, where=where))
-    assert sorted(h.record.id for h in hits) == want, spec
+    agrees_with_reference(*drawn_store, spec)
 
 
 def _strip_tokens(backend: Any) -> None:
