@@ -18,9 +18,7 @@ from longterm.backends.mem0_filters import EXPIRING, EXPIRY, TAGS, mem0_filters
 from longterm.core.where import EXPIRES, Span, Where, living, where_of
 from longterm.records import MemoryRecord, Scope
 from longterm.testing import make_record
-
-APP, USER = "expiry-app", "expiry-user"
-NOW = 1_750_000_000.0
+from tests.backends.expiring import APP, NOW, USER, expiring_records
 
 
 def _memory(path: Path) -> LongTermMemory:
@@ -31,22 +29,6 @@ def _memory(path: Path) -> LongTermMemory:
 async def _backend(memory: LongTermMemory, app: str, user: str) -> Any:
     """The engine under ``memory`` for (app, user), its primitives reachable."""
     return (await memory.located(app, user)).backend
-
-
-def _records() -> list[MemoryRecord]:
-    """Expired before ``NOW``, expiring after it, and never, each with and without the topic."""
-    out = []
-    for i, (expires, topic) in enumerate(
-        [(NOW - 100, "travel"), (NOW - 1, "work"), (NOW, "travel"), (NOW + 1, "travel"), (NOW + 500, "work"),
-         (None, "travel"), (None, "work"), (NOW + 50, None)]
-    ):  # fmt: skip
-        meta = {} if topic is None else {"topic": topic}
-        updated = NOW - 10 if i % 2 else None
-        out.append(
-            make_record(f"the harbour memory {i}", app=APP, user=USER, session=f"s{i % 3}", event=f"e{i}",
-                        timestamp=1_700_000_000.0 + i, metadata=meta, expires_at=expires, updated_at=updated)
-        )  # fmt: skip
-    return out
 
 
 async def _scan(backend: Any, scope: Scope, where: Where | None) -> list[MemoryRecord]:
@@ -67,7 +49,7 @@ async def test_a_read_at_a_moment_returns_exactly_the_alive_that_pass(tmp_path: 
     memory = _memory(tmp_path / "m")
     backend = await _backend(memory, APP, USER)
     scope = memory.scope(APP, USER)
-    records = _records()
+    records = expiring_records()
     await backend.upsert(records)
     for where in (living(None, NOW), living(where_of({"topic": "travel"}), NOW), living(where_of({"n": 1}), NOW)):
         want = _alive(records, where)
@@ -157,7 +139,7 @@ def test_a_store_that_cannot_filter_answers_a_read_at_a_moment_and_refuses_a_fil
     assert engine._filters(scope, living(None, NOW)) == engine._filters(scope, None)
     with pytest.raises(InvalidInputError, match="'faiss' vector store"):
         engine._filters(scope, living(where_of({"topic": "travel"}), NOW))
-    records = _records()
+    records = expiring_records()
     pairs = [({"id": r.id}, r) for r in records]
     assert sorted(r.id for _, r in engine._alive(pairs, living(None, NOW))) == _alive(records, living(None, NOW))
     assert engine._alive(pairs, None) == pairs

@@ -18,9 +18,8 @@ from longterm.core.where import EXPIRES, Where, living, where_of
 from longterm.records import MemoryRecord
 from longterm.retrieval.embedders import HashingEmbedder
 from longterm.testing import make_record
+from tests.backends.expiring import APP, NOW, USER, expiring_records
 
-APP, USER = "expiry-app", "expiry-user"
-NOW = 1_750_000_000.0
 OLD_STORES = Path(__file__).resolve().parents[1] / "data" / "stores_71d0724"
 #: Each fusion path on the embedded engine, and qdrant-client's local mode (full text, its own RRF).
 PATHS = [("edge", "text"), ("edge", "convex"), ("edge", "rrf"), ("local", "text"), ("local", "rrf")]
@@ -38,22 +37,6 @@ def _memory(path: Path, engine: str, mode: str = "text") -> LongTermMemory:
 async def _backend(memory: LongTermMemory, app: str, user: str) -> Any:
     """The engine under ``memory`` for (app, user), its primitives reachable."""
     return (await memory.located(app, user)).backend
-
-
-def _records() -> list[MemoryRecord]:
-    """Expired before ``NOW``, expiring after it, and never, each with and without the topic."""
-    out = []
-    for i, (expires, topic) in enumerate(
-        [(NOW - 100, "travel"), (NOW - 1, "work"), (NOW, "travel"), (NOW + 1, "travel"), (NOW + 500, "work"),
-         (None, "travel"), (None, "work"), (NOW + 50, None)]
-    ):  # fmt: skip
-        meta = {} if topic is None else {"topic": topic}
-        updated = NOW - 10 if i % 2 else None
-        out.append(
-            make_record(f"the harbour memory {i}", app=APP, user=USER, session=f"s{i % 3}", event=f"e{i}",
-                        timestamp=1_700_000_000.0 + i, metadata=meta, expires_at=expires, updated_at=updated)
-        )  # fmt: skip
-    return out
 
 
 def _alive(records: list[MemoryRecord], where: Where) -> list[str]:
@@ -87,7 +70,7 @@ async def test_a_read_at_a_moment_returns_exactly_the_alive_that_pass(tmp_path: 
     memory = _memory(tmp_path / "q", engine, mode)
     backend = await _backend(memory, APP, USER)
     scope = memory.scope(APP, USER)
-    records = _records()
+    records = expiring_records()
     await backend.upsert(records)
     for where in (living(None, NOW), living(where_of({"topic": "travel"}), NOW), living(where_of({"n": 1}), NOW)):
         want = _alive(records, where)
@@ -110,7 +93,7 @@ async def test_expiry_and_correction_times_come_back_from_every_read(tmp_path: P
     memory = _memory(tmp_path / "q", engine, "rrf")
     backend = await _backend(memory, APP, USER)
     scope = memory.scope(APP, USER)
-    records = _records()
+    records = expiring_records()
     await backend.upsert(records)
     written = {r.id: (r.expires_at, r.updated_at) for r in records}
 
