@@ -147,3 +147,19 @@ def agrees_with_reference(memory: LongTermMemory, backend: Any, records: list[Me
     assert memory.portal.call(backend.count(scope, where=where)) == len(want), spec
     hits = memory.portal.call(backend.search(scope, "memory about the harbour", 40, where=where))
     assert sorted(h.record.id for h in hits) == want, spec
+
+
+async def scanned(backend: Any, scope: Any, where: Any) -> list[MemoryRecord]:
+    """Every record ``backend.scan`` gives under ``where``, read in small batches (pages meet)."""
+    return [r async for r in backend.scan(scope, batch_size=7, where=where)]
+
+
+async def pages(backend: Any, scope: Any, where: Any, newest_first: bool) -> list[MemoryRecord]:
+    """Every record ``backend.page_by_time`` gives under ``where``, page after page of 6."""
+    out: list[MemoryRecord] = []
+    cursor = None
+    while True:
+        page, cursor = await backend.page_by_time(scope, cursor, 6, newest_first=newest_first, where=where)
+        out.extend(page)
+        if cursor is None:
+            return out

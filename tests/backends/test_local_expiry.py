@@ -22,6 +22,7 @@ from longterm.records import MemoryRecord
 from longterm.retrieval import vector_scan
 from longterm.retrieval.embedders import normalize
 from longterm.testing import make_record
+from tests.backends.drawn import pages, scanned
 from tests.faults.test_erase_on_disk import NEEDLES, OTHER, SECRET, SECRET_TERMS, leftovers, vocabulary
 
 APP, USER = "expiry-app", "expiry-user"
@@ -71,30 +72,16 @@ def _records(n: int = 60) -> list[MemoryRecord]:
     return out
 
 
-async def _scan(backend: Any, scope: Any, where: Any) -> list[MemoryRecord]:
-    return [r async for r in backend.scan(scope, batch_size=7, where=where)]
-
-
-async def _pages(backend: Any, scope: Any, where: Any, newest_first: bool) -> list[MemoryRecord]:
-    out: list[MemoryRecord] = []
-    cursor = None
-    while True:
-        page, cursor = await backend.page_by_time(scope, cursor, 6, newest_first=newest_first, where=where)
-        out.extend(page)
-        if cursor is None:
-            return out
-
-
 async def _reads_match(backend: Any, scope: Any, where: Where, records: list[MemoryRecord], hybrid: bool) -> None:
     """Every read of ``where`` gives exactly the records it admits (each once, in its order)."""
     want = sorted(r.id for r in records if where.admits(r))
     by_time = [r.id for r in sorted((r for r in records if where.admits(r)), key=lambda r: r.timestamp)]
     label = (where.filter, where.alive_at)
-    got = [r.id for r in await _scan(backend, scope, where)]
+    got = [r.id for r in await scanned(backend, scope, where)]
     assert sorted(got) == want and len(got) == len(set(got)), label
     assert await backend.count(scope, where=where) == len(want), label
-    assert [r.id for r in await _pages(backend, scope, where, newest_first=False)] == by_time, label
-    assert [r.id for r in await _pages(backend, scope, where, newest_first=True)] == by_time[::-1], label
+    assert [r.id for r in await pages(backend, scope, where, newest_first=False)] == by_time, label
+    assert [r.id for r in await pages(backend, scope, where, newest_first=True)] == by_time[::-1], label
     hits = await backend.search(scope, "harbour note", 100, where=where)
     assert sorted(h.record.id for h in hits) == want, label
     if hybrid:  # a query no text holds: the vector arm alone, exactly the best that are alive and pass
@@ -166,7 +153,7 @@ async def test_a_moment_past_an_expiry_hides_the_record_at_once(tmp_path: Path, 
     await backend.upsert([soon, never])
     for at, want in ((NOW - 0.001, {soon.id, never.id}), (NOW, {never.id}), (NOW + 3_600, {never.id})):
         for where in (living(None, at), living(where_of({"role": ""}), at)):
-            assert {r.id for r in await _scan(backend, scope, where)} == want, at
+            assert {r.id for r in await scanned(backend, scope, where)} == want, at
             assert await backend.count(scope, where=where) == len(want), at
             assert {h.record.id for h in await backend.search(scope, "harbour", 5, where=where)} == want, at
             page, _ = await backend.page_by_time(scope, None, 5, newest_first=True, where=where)
@@ -190,8 +177,8 @@ async def test_expires_at_and_updated_at_come_back_from_every_read(tmp_path: Pat
     def life(found: list[MemoryRecord]) -> dict[str, tuple[float | None, float | None]]:
         return {r.id: (r.expires_at, r.updated_at) for r in found}
 
-    assert life(await _scan(backend, scope, None)) == want
-    assert life(await _pages(backend, scope, None, newest_first=True)) == want
+    assert life(await scanned(backend, scope, None)) == want
+    assert life(await pages(backend, scope, None, newest_first=True)) == want
     assert life([h.record for h in await backend.search(scope, "harbour note", 50)]) == want
     page, _ = backend._page(scope, None, 50)  # by (session, event): the listing of a scan
     assert life(page) == want
@@ -201,7 +188,7 @@ async def test_expires_at_and_updated_at_come_back_from_every_read(tmp_path: Pat
         rid: want[rid] for rid, _ in rows
     }
     later = living(None, 0.0)  # a moment before every expiry: the filtered statements read them too
-    assert life(await _scan(backend, scope, later)) == want
+    assert life(await scanned(backend, scope, later)) == want
     assert life([h.record for h in await backend.search(scope, "harbour note", 50, where=later)]) == want
     await memory.close()
 
@@ -225,10 +212,10 @@ async def test_a_store_made_before_expiry_gets_its_columns_once_at_open(tmp_path
         alive = living(None, NOW)
         everything = await backend.count(scope)
         assert everything == 2 and await backend.count(scope, where=alive) == everything
-        assert len(await _scan(backend, scope, alive)) == everything
+        assert len(await scanned(backend, scope, alive)) == everything
         hits = await backend.search(scope, "passport", 5, where=living(where_of({"role": "user"}), NOW))
         assert [h.record.text for h in hits] == ["My passport expires in August 2027"]
-        assert all(r.expires_at is None and r.updated_at is None for r in await _scan(backend, scope, None))
+        assert all(r.expires_at is None and r.updated_at is None for r in await scanned(backend, scope, None))
         await memory.close()
     memory = LongTermMemory(backend="local", backend_config={"path": str(db)}, app_name="travel")
     backend = (await memory.located("travel", "alice")).backend

@@ -29,6 +29,7 @@ from longterm.retrieval.embedders import HashingEmbedder, normalize
 from longterm.testing import make_record
 from longterm.testing.contract.filters import APP, USER, corpus
 from longterm.testing.filter_strategies import filters
+from tests.backends.drawn import pages, scanned
 
 OLD_STORE = Path(__file__).resolve().parents[1] / "data" / "stores_71d0724" / "memory.db"
 
@@ -46,20 +47,6 @@ class Scattered:
 def _memory(path: Path, embedder: Any = False, app: str = APP) -> LongTermMemory:
     extra: dict[str, Any] = {"embedder": HashingEmbedder(64) if embedder is True else embedder} if embedder else {}
     return LongTermMemory(backend="local", backend_config={"path": str(path)}, app_name=app, **extra)
-
-
-async def _scan(backend: Any, scope: Any, where: Any) -> list[MemoryRecord]:
-    return [r async for r in backend.scan(scope, batch_size=7, where=where)]
-
-
-async def _pages(backend: Any, scope: Any, where: Any, newest_first: bool) -> list[MemoryRecord]:
-    out: list[MemoryRecord] = []
-    cursor = None
-    while True:
-        page, cursor = await backend.page_by_time(scope, cursor, 6, newest_first=newest_first, where=where)
-        out.extend(page)
-        if cursor is None:
-            return out
 
 
 @pytest.mark.parametrize("embedder", [False, True], ids=["fulltext", "hybrid"])
@@ -97,8 +84,8 @@ async def test_the_five_that_pass_come_back_from_below_a_thousand_that_do_not(tm
         hits = await backend.search(scope, "bees make honey", 5, where=where)
         assert {h.record.id for h in hits} == want, spec
         assert await backend.count(scope, where=where) == 5, spec
-        assert {r.id for r in await _scan(backend, scope, where)} == want, spec
-        newest = await _pages(backend, scope, where, newest_first=True)
+        assert {r.id for r in await scanned(backend, scope, where)} == want, spec
+        newest = await pages(backend, scope, where, newest_first=True)
         assert [r.id for r in newest] == [r.id for r in reversed(wanted)], spec
     assert await backend.search(scope, "bees", 5, where=where_of({"topic": {"$in": []}})) == []
     assert await backend.count(scope, where=where_of({"topic": {"$nin": []}})) == 2_000
@@ -139,7 +126,7 @@ async def test_the_vector_arm_is_the_exact_best_of_the_rows_that_pass(tmp_path: 
     queries = normalize(np.random.default_rng(3).standard_normal((12, 64)).astype(np.float32))
     for spec in ({"half": 1}, {"tenth": 3}, {"rare": True}, {"tenth": {"$gt": 6}}, {"role": "model"}, {"half": 7}):
         passing = compile_filter(where_of(spec).filter, scope_id)
-        every = [r.id for r in await _scan(backend, scope, where_of(spec))]
+        every = [r.id for r in await scanned(backend, scope, where_of(spec))]
         rowids = [conn.execute("SELECT rowid FROM records WHERE id = ?", (bytes.fromhex(i),)).fetchone()[0]
                   for i in every]  # fmt: skip
         among = scoped.positions(np.array(rowids, dtype=np.int64))
@@ -200,16 +187,16 @@ def test_a_drawn_filter_lists_counts_pages_and_searches_what_the_reference_passe
     assert where is not None
     passing = [r for r in records if matches(where.filter, r)]
     want = sorted(r.id for r in passing)
-    got = [r.id for r in memory.portal.call(_scan(backend, scope, where))]
+    got = [r.id for r in memory.portal.call(scanned(backend, scope, where))]
     assert sorted(got) == want and len(got) == len(set(got)), spec
     assert memory.portal.call(backend.count(scope, where=where)) == len(want), spec
     by_time = [r.timestamp for r in sorted(passing, key=lambda r: r.timestamp)]
-    oldest = memory.portal.call(_pages(backend, scope, where, newest_first=False))
+    oldest = memory.portal.call(pages(backend, scope, where, newest_first=False))
     assert [r.timestamp for r in oldest] == by_time and sorted(r.id for r in oldest) == want, spec
     reads.FEW_PAGES = 0  # each record walked probed, however few pass
     try:
-        newest = memory.portal.call(_pages(backend, scope, where, newest_first=True))
-        walked = [r.id for r in memory.portal.call(_scan(backend, scope, where))]
+        newest = memory.portal.call(pages(backend, scope, where, newest_first=True))
+        walked = [r.id for r in memory.portal.call(scanned(backend, scope, where))]
     finally:
         reads.FEW_PAGES = FEW_PAGES
     assert [r.timestamp for r in newest] == by_time[::-1] and sorted(r.id for r in newest) == want, spec
@@ -230,7 +217,7 @@ async def test_values_follow_every_write_and_erase(tmp_path: Path) -> None:
     await backend.upsert([a, b])
     await backend.upsert([make_record(a.text, app=APP, user=USER, session="s1", event="e1", metadata={"topic": "new"})])
     assert await backend.count(scope, where=where_of({"topic": "old"})) == 0
-    assert [r.id for r in await _scan(backend, scope, where_of({"topic": "new"}))] == [a.id]
+    assert [r.id for r in await scanned(backend, scope, where_of({"topic": "new"}))] == [a.id]
     await backend.delete(scope, session_id="s2")
     assert await backend.count(scope, where=where_of({"secret": {"$exists": True}})) == 0
     assert backend.conn.execute("SELECT count(*) FROM record_values WHERE path LIKE '%secret%'").fetchone()[0] == 0
@@ -254,7 +241,7 @@ async def test_operands_no_store_could_hold_compare_as_the_reference_does(tmp_pa
     metas = [{"n": 1e20}, {"n": 2**62}, {"n": -1e300}, {"k": "\ue000x"}, {"k": "\ud7ffx"}, {'a"b\\c': {"é.": 1}}]
     records = [make_record(f"note {i}", app=APP, user=USER, event=f"e{i}", metadata=m) for i, m in enumerate(metas)]
     await backend.upsert(records)
-    stored = {r.id: r for r in await _scan(backend, scope, None)}
+    stored = {r.id: r for r in await scanned(backend, scope, None)}
     specs = [
         {"n": 10**20}, {"n": {"$gt": 10**20 + 1}}, {"n": {"$gte": 10**20 - 1}}, {"n": {"$lt": -(10**400)}},
         {"n": {"$lte": 2**70}}, {"k": {"$gt": "\ud800"}}, {"k": {"$lt": "\ud800"}}, {"k": "\ud800"},
@@ -263,7 +250,7 @@ async def test_operands_no_store_could_hold_compare_as_the_reference_does(tmp_pa
     for spec in specs:
         where = where_of(spec)
         want = sorted(i for i, r in stored.items() if matches(where.filter, r))
-        assert sorted(r.id for r in await _scan(backend, scope, where)) == want, spec
+        assert sorted(r.id for r in await scanned(backend, scope, where)) == want, spec
         assert await backend.count(scope, where=where) == len(want), spec
     await memory.close()
 
@@ -294,7 +281,7 @@ async def test_a_store_written_before_filters_gets_its_values_once_at_open(tmp_p
     for spec in ({"topic": "travel"}, {"project.n": {"$exists": True}}, {"role": "user", "n": {"$gte": 1}}):
         where = where_of(spec)
         want = sorted(r.id for r in records if matches(where.filter, r))
-        assert sorted(r.id for r in await _scan(backend, scope, where)) == want, spec
+        assert sorted(r.id for r in await scanned(backend, scope, where)) == want, spec
         assert await backend.count(scope, where=where) == len(want), spec
     await again.close()
 
@@ -310,7 +297,7 @@ async def test_the_previous_releases_store_is_upgraded_and_filters(tmp_path: Pat
     backend = (await memory.located("travel", "alice")).backend
     scope = memory.scope("travel", "alice")
     later = {"timestamp": {"$gt": 1_700_000_001}}
-    assert [r.text for r in await _scan(backend, scope, where_of(later))] == ["我住在杭州西湖边"]
+    assert [r.text for r in await scanned(backend, scope, where_of(later))] == ["我住在杭州西湖边"]
     assert await backend.count(scope, where=where_of({"role": "user", "session_id": "s1"})) == 2
     assert await backend.count(scope, where=where_of({"trip.year": {"$lt": 2024}})) == 1
     hits = await backend.search(scope, "passport", 5, where=where_of({"trip": {"$exists": False}}))
