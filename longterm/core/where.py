@@ -38,8 +38,6 @@ T = TypeVar("T")
 TOKEN_FIELDS = tuple(f for f in FIELDS if f != "timestamp")
 #: Hex characters of a token (80 bits: no two of a store's tokens meet).
 TOKEN_LEN = 20
-#: The token of every record that expires (``alive``: those without it never do).
-EXPIRES = hashlib.sha256(b'["f","expires_at","?",""]').hexdigest()[:TOKEN_LEN]
 #: How far ``deeper`` reads at most (engines cap a page: OpenSearch's window is 10,000).
 DEEPEST = 10_000
 
@@ -157,6 +155,11 @@ def token(where: Sequence[str], kind: str, text: str) -> str:
     """The token of ``where`` (``("m", *path)`` or ``("f", field)``) holding ``kind``/``text``."""
     raw = json.dumps([*where, kind, text], ensure_ascii=False)
     return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:TOKEN_LEN]
+
+
+#: The token of every record that expires (``alive``: those without it never do), made as every
+#: token is: the field ``expires_at`` is there.
+EXPIRES = token(("f", "expires_at"), "?", "")
 
 
 def _value_token(where: Sequence[str], v: Any) -> str | None:
