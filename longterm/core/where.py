@@ -95,6 +95,14 @@ class Where:
     """``native`` is the whole filter: what the engine returns needs no second look."""
     alive_at: float | None = None
     """Leave out records whose ``expires_at`` is at or before this moment (None: keep them)."""
+    narrowing: Node | None = None
+    """``native`` without ``alive(alive_at)``, as ``living`` made it (None: not made so): what the
+    tree passes of a store where no record expires (an engine that knows it holds none asks that)."""
+
+    @property
+    def unexpired(self) -> Node:
+        """``narrowing`` where ``living`` made it, else ``native`` whole."""
+        return self.native if self.narrowing is None else self.narrowing
 
     def admits(self, record: MemoryRecord) -> bool:
         """Whether ``record`` passes the filter (``core.filters.matches``, the reference) and is alive."""
@@ -120,8 +128,9 @@ def compiled(f: Filter) -> Where:
 def living(where: Where | None, now: float) -> Where:
     """``where`` (None: no filter) read at ``now``: what expired by then is left out too, by the
     engine (``alive(now)`` in ``native``) before its cut, as the rest of the filter."""
-    native = alive(now) if where is None else _and([where.native, alive(now)])
-    return Where(None if where is None else where.filter, native, True if where is None else where.exact, now)
+    if where is None:
+        return Where(None, alive(now), True, now, EVERYTHING)
+    return Where(where.filter, _and([where.native, alive(now)]), where.exact, now, where.native)
 
 
 def alive(now: float) -> Node:

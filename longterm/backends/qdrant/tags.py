@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core.where import EVERYTHING, And, Has, Neg, Node, Or, Span, Where, alive
+from ...core.where import Has, Neg, Node, Or, Span, Where, alive
 
 #: The payload key holding a record's filter tokens (one keyword each).
 TAGS = "ftags"
@@ -55,16 +55,8 @@ def alive_moment(node: Node) -> float | None:
 
 def unexpiring(where: Where) -> Node:
     """``where``'s tree less its ``alive(where.alive_at)`` part: what it passes of a store where no
-    record expires (the tree as it is when that part is not found where ``core.where.living`` puts it)."""
-    native, now = where.native, where.alive_at
-    if now is None:
-        return native
-    if alive_moment(native) == now:
-        return EVERYTHING
-    if isinstance(native, And) and native.parts and alive_moment(native.parts[-1]) == now:
-        rest = native.parts[:-1]
-        return rest[0] if len(rest) == 1 else And(rest)
-    return native
+    record expires (``Where.unexpired``: the tree whole when ``core.where.living`` did not make it)."""
+    return where.unexpired
 
 
 def condition(lib: Any, node: Node, range_type: str = "Range", time_key: str = TIME) -> Any:

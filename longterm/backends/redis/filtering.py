@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ...core.where import EXPIRES, And, Has, Node, Or, Span, Where, alive, record_tokens
+from ...core.where import EVERYTHING, EXPIRES, And, Has, Node, Or, Span, Where, record_tokens
 from ...records import MemoryRecord
 
 #: Each record's filter tokens (``core.where``): one TAG, the tokens separated by a character no token holds.
@@ -117,16 +117,9 @@ def plan(where: Where | None) -> Plan | None:
     full = _text(True if where is None else clause(where.native))
     if full is None:
         return None
-    if where is None or where.alive_at is None:
+    if where is None or where.alive_at is None or where.narrowing is None:
         return Plan(full, full, None)
-    life, native = alive(where.alive_at), where.native
-    if native == life:
-        parts: tuple[Node, ...] = ()
-    elif isinstance(native, And) and life in native.parts:
-        parts = tuple(p for p in native.parts if p != life)
-    else:
-        return Plan(full, full, None)
-    rest = _text(clause(And(parts)))
+    rest = _text(clause(And(() if where.narrowing == EVERYTHING else (where.narrowing,))))
     return None if rest is None else Plan(rest, full, where.alive_at)
 
 
