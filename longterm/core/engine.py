@@ -225,6 +225,10 @@ class Engine(Listing, SessionReads, ErasureMarks):
     def _ledger_mark(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
         self._side().mark(scope, session_id, event_ids)
 
+    def _ledger_sessions(self, scope: Scope) -> list[str]:
+        """The session ids this store's ledger holds for ``scope`` (moving or re-keying a scope)."""
+        return self._side().sessions(scope)
+
     def _unembedded(self, limit: int) -> list[tuple[object, str]]:
         """With ``embeds_later``: at most ``limit`` (key, text) saved without a vector, oldest first."""
         raise NotImplementedError

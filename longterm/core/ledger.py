@@ -54,6 +54,9 @@ CREATE TABLE IF NOT EXISTS side_meta (
 ) WITHOUT ROWID;
 """
 SELECT_SAVED = "SELECT event_id FROM side_ledger WHERE store = ? AND app_name = ? AND user_id = ? AND session_id = ?"
+SELECT_SESSIONS = (
+    "SELECT DISTINCT session_id FROM side_ledger WHERE store = ? AND app_name = ? AND user_id = ? ORDER BY session_id"
+)
 INSERT_SAVED = (
     "INSERT OR IGNORE INTO side_ledger (store, app_name, user_id, session_id, event_id, saved_at) "
     "VALUES (?, ?, ?, ?, ?, ?)"
@@ -99,6 +102,11 @@ class SideLedger:
     def saved(self, scope: Scope, session_id: str) -> set[str]:
         args = (self.store_id, scope.app_name, scope.user_id, session_id)
         return self._with(lambda conn: {r[0] for r in conn.execute(SELECT_SAVED, args)})
+
+    def sessions(self, scope: Scope) -> list[str]:
+        """The session ids this ledger holds for ``scope``."""
+        args = (self.store_id, scope.app_name, scope.user_id)
+        return self._with(lambda conn: [r[0] for r in conn.execute(SELECT_SESSIONS, args)])
 
     def mark(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
         now = time.time()
