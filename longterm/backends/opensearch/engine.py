@@ -307,6 +307,19 @@ class OpenSearchBackend(OpenSearchReads, Engine):
                 return saved
             body["search_after"] = hits[-1]["sort"]
 
+    @override
+    def _ledger_sessions(self, scope: Scope) -> list[str]:
+        """The scope's ledger sessions, a composite aggregation page at a time."""
+        terms = {"composite": {"size": LEDGER_PAGE, "sources": [{"s": {"terms": {"field": "session_id"}}}]}}
+        body: dict[str, Any] = {"size": 0, "query": self._scope(scope), "aggs": {"sessions": terms}}
+        sessions: list[str] = []
+        while True:
+            agg = self.client.search(index=self.ledger, body=body)["aggregations"]["sessions"]
+            sessions += [str(b["key"]["s"]) for b in agg["buckets"]]
+            if len(agg["buckets"]) < LEDGER_PAGE or "after_key" not in agg:
+                return sessions
+            terms["composite"]["after"] = agg["after_key"]
+
     # -- erase -------------------------------------------------------------------------------------
 
     @override
