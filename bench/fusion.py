@@ -15,6 +15,9 @@ in a narrow band (0.75-0.9 for any two texts), so 0.3 of one moves little. Varia
 - ``rrf w``: weighted reciprocal ranks of the two arms (k = 60);
 - ``by length``: a query-dependent weight, w = 0.2 for questions of up to 4 content terms, 0.4 to 8,
   0.6 past that (long or vague questions lean on meaning);
+- ``words t``: a weight by how well the words already answer: the ranking as is when the best
+  candidate holds at least a share ``t`` of the question's words, else ``convex 0.5`` (weak lexical
+  evidence leans on meaning); ``slide``: ``convex w`` with w = 1 - that best share (at most 0.8);
 - ``oracle``: per question, the best of the ``as is`` and ``convex w`` rows (the bound any
   choice of weight can reach); ``bm25 b`` (no embedder): the words' share mixed with the engine's
   own order (1 - rank / n), the BM25 a long question needs.
@@ -138,6 +141,22 @@ def by_length(query: str, hits: list[Hit]) -> dict[str, float]:
     return convex(0.2 if n <= 4 else 0.4 if n <= 8 else 0.6)(query, hits)
 
 
+def by_words(t: float) -> Order:
+    def order(query: str, hits: list[Hit]) -> dict[str, float]:
+        shares = _shares(query, hits)
+        if len(shares) and shares.max() < t:
+            return convex(0.5)(query, hits)
+        return {h.record.id: h.score for h in hits}
+
+    return order
+
+
+def slide(query: str, hits: list[Hit]) -> dict[str, float]:
+    shares = _shares(query, hits)
+    w = min(0.8, 1 - float(shares.max())) if len(shares) else 0.0
+    return convex(w)(query, hits) if w >= 0.05 else {h.record.id: h.score for h in hits}
+
+
 def bm25(b: float) -> Order:
     def order(query: str, hits: list[Hit]) -> dict[str, float]:
         position = 1 - np.arange(len(hits)) / max(1, len(hits))
@@ -257,7 +276,14 @@ def main() -> None:
                     console.print(
                         f"  {model} convex {w:<{19 - len(model)}}{row(m)}   vs default {said(base['hit@5'], m['hit@5'])}, vs as is {said(asis['hit@5'], m['hit@5'])}"
                     )
-                for label, order in (("rrf 0.3", rrf(0.3)), ("rrf 0.5", rrf(0.5)), ("by length", by_length)):
+                for label, order in (
+                    ("rrf 0.3", rrf(0.3)),
+                    ("rrf 0.5", rrf(0.5)),
+                    ("by length", by_length),
+                    ("words 0.5", by_words(0.5)),
+                    ("words 0.6", by_words(0.6)),
+                    ("slide", slide),
+                ):
                     CURRENT["order"] = order
                     m = per_question(search, questions)
                     console.print(
