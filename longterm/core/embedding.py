@@ -2,22 +2,24 @@
 
 The seam: an ``Engine`` holds one ``Embedding`` (over its ``Runner``). ``passages(records)``
 embeds a save's texts where the save path does, ``query(text)`` a search's (degrading to
-full text, visibly, when that fails); ``prepare(have)`` and ``before_write()`` are the
-embedder identity check; ``start()``, ``wake()``, ``backlog()`` and ``stop()`` run embedding
-later.
+full text, visibly, when that fails or its vector's dimension is not the store's);
+``prepare()`` and ``before_write()`` are the embedder identity check (``core.identity``: the
+store's embedder by id and dimension, the same on every engine); ``start()``, ``wake()``,
+``backlog()``, ``refill()`` and ``stop()`` run embedding later.
 
 - **embeddings** run off the loop, in batches of ``EMBED_BATCH``, on a pool apart from the
   engines' threads: a model busy with a long save must not hold up an engine's searches;
-- **embedding later** (``embed_later=True``, for an engine declaring ``embeds_later``, with
-  ``_unembedded`` and ``_write_vectors``): a save writes text only and returns, searchable at
-  once by full text; a background thread then embeds what the store lists as unembedded, in
-  batches, each batch's vectors written and taken off the list in one step (exactly once,
-  and a restart resumes the list). Search uses the vectors that exist;
-- **the embedder identity check**: a store remembers which embedder wrote its vectors
-  (``EMBEDDER_KEY`` in its meta) and refuses another, the same on every engine. Opened
-  without an embedder, any store answers from full text; a store made without vectors and
-  opened with an embedder answers from full text too, saying so in every hit
-  (``vectors_off``; ``longterm migrate`` into a new index adds the vectors);
+- **embedding later** (an engine declaring ``embeds_later``, with ``_unembedded`` and
+  ``_write_vectors``): with ``embed_later=True`` a save writes text only and returns, searchable
+  at once by full text; a background thread embeds what the store lists as unembedded, in
+  batches, each batch's vectors written and taken off the list in one step (exactly once; a
+  restart resumes the list). A memory opened with the store's embedder drains what the list
+  holds, ``embed_later`` or not; ``refill()`` lists every record without a vector first;
+- **a save without the store's embedder** is never silently without vectors: a memory with no
+  embedder on a store that recorded one loads the store's at its first write of records when it
+  is a built-in one that is installed (``builtin_embedder``; never on opening, never for a read);
+  else, with ``embeds_later``, writes text and lists the records as pending (``_embed_pending``)
+  for the next memory opened with the embedder; else its save is refused, naming the embedder;
 - **lifetimes**: the background thread holds this object weakly between wakes, so a dropped
   engine's thread ends (a finalizer wakes it).
 
@@ -38,9 +40,10 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from .. import telemetry
 from ..errors import BackendError, ConfigurationError, LongTermMemoryError
-from ..records import MemoryRecord
+from ..records import MemoryRecord, Scope
 from ..retrieval.embedders import Embedder, Kind
 from .fork import keep
+from .identity import DIM_KEY, EMBEDDER_KEY, Identity
 from .runner import Hook, Runner
 
 if TYPE_CHECKING:
@@ -52,8 +55,8 @@ log = logging.getLogger(__name__)
 EMBED_BATCH = 64
 #: Seconds before the background embedder retries after a failure (a save wakes it sooner).
 LATER_RETRY = 30.0
-#: Meta key under which a store remembers the embedder that wrote its vectors.
-EMBEDDER_KEY = "embedder"
+
+__all__ = ["DIM_KEY", "EMBEDDER_KEY", "EMBED_BATCH", "Embedding", "Store"]
 
 
 def _embed_pool() -> ThreadPoolExecutor:
@@ -84,24 +87,59 @@ class Store(NamedTuple):
     """Their vectors, written and taken off the list in one step (``embeds_later``)."""
     meta_get: Callable[[str], str | None]
     meta_set: Callable[[str, str], None]
+    pend: Callable[[], None]
+    """From now on, what this engine writes is listed as saved without a vector (``embeds_later``)."""
+    listing: Callable[[Scope | None], int]
+    """List every record of the index (of a scope) that has no vector; how many (``embeds_later``)."""
+    own: Callable[[], Embedder | None]
+    """The engine's own embedder, once open (``embeds_itself``)."""
 
 
 class Embedding:
     """An engine's embedder, its identity check and its background embedding (module docstring)."""
 
-    def __init__(self, embedder: Embedder | None, runner: Runner, store: Store, *, later: bool) -> None:
-        self.embedder = embedder
+    def __init__(
+        self,
+        embedder: Embedder | None,
+        runner: Runner,
+        store: Store,
+        *,
+        later: bool,
+        pends: bool = False,
+        embeds_itself: bool = False,
+    ) -> None:
         self.later = later
         """Save text only and embed in the background (otherwise on the save path)."""
-        self.vectors_off: str | None = None
-        """Why this store answers from full text although an embedder is configured."""
-        self.unrecorded = False
-        """The store has no embedder identity yet (``prepare``): the first write records it."""
+        self.pends = pends
+        """The engine lists records saved without a vector (``embeds_later``)."""
+        self.identity = Identity(
+            embedder, runner.label, store.meta_get, store.meta_set, store.own if embeds_itself else None
+        )
         self._runner = runner
         self._unembedded, self._write_vectors = Hook(store.unembedded), Hook(store.write_vectors)
-        self._meta_get, self._meta_set = Hook(store.meta_get), Hook(store.meta_set)
+        self._pend, self._listing = Hook(store.pend), Hook(store.listing)
         self._stopping = False
+        self._filling = False  # a ``refill`` opened the store: it drains the list itself, and counts it
         self._fresh()
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder this memory was configured with (None: full text only)."""
+        return self.identity.embedder
+
+    @embedder.setter
+    def embedder(self, embedder: Embedder | None) -> None:
+        self.identity.embedder = embedder
+
+    @property
+    def writer(self) -> Embedder | None:
+        """What this memory's saves embed with: its embedder, else the store's, loaded for saves."""
+        return self.identity.embedder or self.identity.loaded
+
+    @property
+    def vectors_off(self) -> str | None:
+        """Why this store answers from full text although an embedder is configured."""
+        return self.identity.vectors_off
 
     def _fresh(self) -> None:
         """The background embedder's state: made anew after a fork (its thread is not in the child)."""
@@ -113,57 +151,45 @@ class Embedding:
         """In a forked child: the background embedder's thread is not here; it starts anew on the next prepare."""
         self._fresh()
 
-    # -- the identity check ---------------------------------------------------------------
+    # -- the identity check (``core.identity``) ------------------------------------------------
 
     def prepare(self) -> None:
-        """On opening the store (blocking): judge the embedder it recorded. A store (or index)
-        nothing was written to is recorded with the first write, so opening it, to read, never
-        writes (nor waits for a writer)."""
-        have = self._meta_get(EMBEDDER_KEY)
-        if have is None:
-            self.unrecorded = True
-        else:
-            self._accept(have)
+        """On opening the store (blocking): judge the embedder it recorded (``Identity.prepare``)."""
+        self.identity.prepare()
 
-    def _accept(self, have: str) -> None:
-        """This memory's embedder against ``have``, the one the store recorded: a store made
-        without one answers from full text (``vectors_off``), another one is refused."""
-        want, lb = (self.embedder.id if self.embedder is not None else ""), self._runner.label
-        if want and not have:
-            self.vectors_off = (
-                f"this store was made without an embedder, so it holds no vectors for {want!r}; results are "
-                "full text only. `longterm migrate` into a new index adds the vectors"
-            )
-            log.warning("%s %s: %s", lb.name, lb.where, self.vectors_off)
-        elif want and have != want:
-            raise ConfigurationError(
-                f"the {lb.name} store at {lb.where} was written with {have or 'no embedder'!r}, but this "
-                f"memory is configured with {want or 'no embedder'!r}. Vectors of different embedders never "
-                "mix: configure the embedder the store was made with, or use another index (or erase it)."
-            )
-
-    def _record(self) -> None:
-        """Before the first write of a store opened without an embedder identity: record ours; if
-        another process recorded one meanwhile, judge ours against it as ``prepare`` does."""
-        have = self._meta_get(EMBEDDER_KEY)
-        if have is None:
-            self._meta_set(EMBEDDER_KEY, self.embedder.id if self.embedder is not None else "")
-        else:
-            self._accept(have)
-        self.unrecorded = False
-
-    async def before_write(self) -> None:
+    async def before_write(self, records: bool = True) -> None:
+        """Before a write (of ``records``, or of ledger marks only): the identity recorded where it is
+        not, a write with an embedder of another dimension than the store's refused; then, for a
+        write of records, what a memory without an embedder writes with decided (module docstring)
+        and its writer's dimension checked against the store's."""
         await self._runner.ready()
-        if self.unrecorded:
-            await self._runner.run("saving memories", self._record)
+        identity = self.identity
+        if identity.unrecorded:
+            await self._runner.run("saving memories", identity.record)
+        if identity.refused:
+            raise ConfigurationError(identity.refused + ".")
+        if not records:
+            return
+        if identity.needs_writer:
+            await identity.settle(self._runner, self._pend, pends=self.pends, refill=False)
+        writer = self.writer or identity.own()
+        if writer is not None and identity.dim is not None:
+            identity.check(writer, writer.dim)
+
+    def written(self, vectors: np.ndarray | None) -> None:
+        """On a worker, after a write: the store's dimension recorded where a write makes it known."""
+        writer = self.writer or self.identity.own()
+        if self.identity.dim is None and self.identity.recorded and (vectors is not None or writer is not None):
+            self.identity.written(vectors.shape[1] if vectors is not None else writer.dim if writer else None)
 
     # -- embedding on the save and search paths ------------------------------------------
 
-    async def embed(self, texts: Sequence[str], kind: Kind) -> np.ndarray:
+    async def embed(self, texts: Sequence[str], kind: Kind, embedder: Embedder | None = None) -> np.ndarray:
         import numpy as np
 
-        assert self.embedder is not None
-        embed = functools.partial(self.embedder.embed, kind=kind)
+        model = embedder or self.embedder
+        assert model is not None
+        embed = functools.partial(model.embed, kind=kind)
         loop = asyncio.get_running_loop()
         with telemetry.span("longterm.embed", backend=self._runner.label.name, kind=kind, texts=len(texts)):
             parts = [
@@ -174,46 +200,61 @@ class Embedding:
 
     async def passages(self, records: Sequence[MemoryRecord]) -> np.ndarray | None:
         """The records' vectors where the save path embeds (None: no embedder, embedding later, or
-        a store without vectors); before any write."""
-        if self.embedder is None or self.later or not records:
+        a store without vectors); before any write, checked against the store's dimension."""
+        writer = self.writer
+        if writer is None or self.later or not records:
             return None
         await self._runner.ready()
         if self.vectors_off:
             return None
         try:
-            return await self.embed([r.text for r in records], "passage")
+            vectors = await self.embed([r.text for r in records], "passage", writer)
         except LongTermMemoryError:
             raise
         except Exception as exc:
             raise BackendError(
-                f"embedding {len(records)} memories with {self.embedder.id!r} failed: {type(exc).__name__}: {exc}. "
+                f"embedding {len(records)} memories with {writer.id!r} failed: {type(exc).__name__}: {exc}. "
                 "Nothing was saved; the next save retries them."
             ) from exc
+        self.identity.check(writer, vectors.shape[1])
+        return vectors
 
     async def query(self, text: str) -> tuple[np.ndarray | None, str | None]:
-        """The query's vector, or None and why: a failed embedding degrades visibly, full text still answers."""
+        """The query's vector, or None and why: a failed embedding, or a vector of another dimension
+        than the store's, degrades visibly, full text still answers."""
+        lb = self._runner.label
         try:
-            return (await self.embed([text], "query"))[0], None
+            vector = (await self.embed([text], "query"))[0]
         except Exception as exc:
             degraded = f"query embedding failed ({type(exc).__name__}: {exc}); results are full text only"
-            log.warning("%s %s: %s", self._runner.label.name, self._runner.label.where, degraded)
+            log.warning("%s %s: %s", lb.name, lb.where, degraded)
             return None, degraded
+        if self.identity.dim is not None and vector.shape[-1] != self.identity.dim:
+            assert self.embedder is not None
+            degraded = self.identity.mismatch(self.embedder, vector.shape[-1]) + "; results are full text only"
+            log.warning("%s %s: %s", lb.name, lb.where, degraded)
+            return None, degraded
+        return vector, None
 
     # -- embedding later ------------------------------------------------------------------
 
     def start(self) -> None:
-        """Once the store is prepared: the background embedder, when this memory embeds later."""
-        if self.later and not self.vectors_off and self._thread is None:
-            self._thread = threading.Thread(
-                target=_embed_loop,
-                args=(weakref.ref(self), self._wake),
-                name=f"longterm-{self._runner.label.name}-embed",
-                daemon=True,
-            )
-            # A dropped engine's embedder wakes and ends (at exit, daemon threads just stop).
-            weakref.finalize(self, self._wake.set).atexit = False
-            self._thread.start()
-            self._wake.set()  # what an earlier run left unembedded, too
+        """Once the store is prepared (on its worker): the background embedder, when this memory embeds
+        later, or has the store's embedder and the store lists records saved without vectors."""
+        if self._thread is not None or self.embedder is None or self.vectors_off or not self.pends:
+            return
+        if not self.later and (self._filling or not self._unembedded(1)):
+            return
+        self._thread = threading.Thread(
+            target=_embed_loop,
+            args=(weakref.ref(self), self._wake),
+            name=f"longterm-{self._runner.label.name}-embed",
+            daemon=True,
+        )
+        # A dropped engine's embedder wakes and ends (at exit, daemon threads just stop).
+        weakref.finalize(self, self._wake.set).atexit = False
+        self._thread.start()
+        self._wake.set()  # what an earlier run left unembedded, too
 
     def wake(self) -> None:
         """After a save that wrote text only: the background embedder has work."""
@@ -233,14 +274,20 @@ class Embedding:
 
     def batch(self) -> int:
         """Embed one batch of the records saved without vectors; how many (0: none left)."""
-        assert self.embedder is not None
+        writer = self.writer
+        assert writer is not None
         if self._runner.closed:
             raise self._runner.closed_error()
+        if self.identity.refused:
+            raise ConfigurationError(self.identity.refused + ".")
         with self._lock:
             batch = self._runner.run_blocking("reading memories to embed", self._unembedded, EMBED_BATCH)
             if batch:
-                vectors = self.embedder.embed([text for _, text in batch], kind="passage")
+                vectors = writer.embed([text for _, text in batch], kind="passage")
+                self.identity.check(writer, vectors.shape[1])
                 self._runner.run_blocking("saving vectors", self._write_vectors, [key for key, _ in batch], vectors)
+                if self.identity.dim is None:
+                    self._runner.run_blocking("saving vectors", self.written, vectors)
             return len(batch)
 
     def drain(self) -> float | None:
@@ -256,15 +303,16 @@ class Embedding:
             if not self._stopping:  # the text only: a record holding the error would hold its frames
                 lb = self._runner.label
                 log.warning("%s %s: embedding saved memories failed (%s); retrying", lb.name, lb.where, str(exc))
-            return LATER_RETRY
+            return None if isinstance(exc, ConfigurationError) else LATER_RETRY
 
     @property
     def stopping(self) -> bool:
         return self._stopping
 
     async def backlog(self) -> int:
-        """Embed now whatever is saved without vectors; how many (0 unless embedding later)."""
-        if not self.later:
+        """Embed now whatever the store lists as saved without vectors; how many (0 without the
+        store's embedder, or on an engine that lists none)."""
+        if self.writer is None or not self.pends or self.vectors_off:
             return 0
         await self._runner.ready()
         loop, done = asyncio.get_running_loop(), 0
@@ -275,10 +323,36 @@ class Embedding:
             raise
         except Exception as exc:
             raise BackendError(
-                f"embedding saved memories with {self.embedder and self.embedder.id!r} failed after {done}: "
+                f"embedding saved memories with {self.writer and self.writer.id!r} failed after {done}: "
                 f"{type(exc).__name__}: {exc}. They stay listed; the background embedder retries them."
             ) from exc
         return done
+
+    async def refill(self, scope: Scope | None) -> int:
+        """Every record of the index (of ``scope``) without a vector listed, then embedded now with
+        this memory's embedder, else the store's built-in one; how many (``longterm reembed``). The
+        store opened by it starts no background embedder: this call drains the list, and counts it."""
+        self._filling = True
+        try:
+            await self._runner.ready()
+        finally:
+            self._filling = False
+        lb = self._runner.label
+        if not self.pends:
+            raise ConfigurationError(
+                f"the {lb.name} engine cannot list the memories saved without vectors, so they cannot be "
+                "given theirs here; its saves never go without them (without the store's embedder they are "
+                "refused). To make every vector again, `longterm migrate --embedder ...` into another index."
+            )
+        if self.identity.refused or self.vectors_off:
+            raise ConfigurationError(f"{self.identity.refused}." if self.identity.refused else self.vectors_off)
+        if self.writer is None:
+            if not self.identity.recorded:
+                return 0  # a store made without an embedder: its memories have no vectors to give
+            await self.identity.settle(self._runner, self._pend, pends=self.pends, refill=True)
+        await self.before_write()
+        await self._runner.run("listing memories without vectors", self._listing, scope)
+        return await self.backlog()
 
 
 def _embed_loop(ref: weakref.ref[Embedding], wake: threading.Event) -> None:

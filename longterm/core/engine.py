@@ -5,15 +5,16 @@ The seam: an engine subclasses ``Engine``, declares what it can do in **capabili
 and implements a few **blocking primitives**: ``_open``, ``_write``, ``_fulltext``,
 ``_nearest``, ``_remove``, ``_count``, ``_page``, ``_scopes``, ``_indices``, ``_close``, its
 ledger and meta (``_ledger_saved``, ``_ledger_mark``, ``_meta_get``, ``_meta_set``, or a
-``side_ledger``), and the ones its flags name (``_commit``, ``_search``, ``_unembedded`` and
-``_write_vectors``, ``_purge``), and ``_session_rows`` (a default scans the scope). ``Engine``
-turns them into the async backend contract (``upsert``, ``save``, ``search``, ``delete``,
-``count``, ``scan``, ``close``, the ledger's ``saved``/``mark_saved``, and ``neighbours`` and
-``search_lending``, from its base ``core.neighbours.SessionReads``: a hit's session neighbours,
-alone or in a search's own call), composing, once for
-every engine, a ``Runner`` (``core.runner``: threads, deadlines, preparing, error translation,
-fork, lifetimes), an ``Embedding`` (``core.embedding``: batches, embedding later, the embedder
-identity check), record size limits (``core.limits``) and hybrid fusion with visible
+``side_ledger``), and the ones its flags name (``_commit``, ``_search``, ``_unembedded``,
+``_write_vectors``, ``_embed_pending``, ``_list_unembedded``, ``_own_embedder``, ``_purge``),
+and ``_session_rows`` (a default scans the scope). ``Engine`` turns them into the async backend
+contract (``upsert``, ``save``, ``search``, ``delete``, ``count``, ``scan``, ``close``, the
+ledger's ``saved``/``mark_saved``; ``neighbours`` and ``search_lending`` from its base
+``core.neighbours.SessionReads``: a hit's session neighbours, alone or in a search's own call;
+``embed_backlog`` and ``reembed`` from ``core.upkeep.VectorUpkeep``), composing, once for every
+engine, a ``Runner`` (``core.runner``: threads, deadlines, preparing, error translation, fork,
+lifetimes), an ``Embedding`` (``core.embedding``: batches, embedding later, the embedder
+identity check by id and dimension), record size limits (``core.limits``) and hybrid fusion with visible
 degradation (a failed vector arm answers from full text and says so in every hit).
 
 Why so (kombu's virtual transport is the model): five engines wrote this machinery five
@@ -33,7 +34,6 @@ from typing_extensions import Unpack
 from ..config.hybrid import HybridOptions
 from ..errors import BackendError, ConfigurationError
 from ..records import Hit, MemoryRecord, Scope
-from ..retrieval.embedders import Embedder
 from ..retrieval.hybrid import Hybrid
 from ..retrieval.text import query_terms
 from . import limits
@@ -49,6 +49,7 @@ from .runner import Hooks, Label, Runner
 from .saving import Saving, Writes
 from .searching import Query, Reads, Scored, Searching
 from .selection import Cursor, Page, page_by_time, sorted_page, unsaved
+from .upkeep import VectorUpkeep
 from .where import Where, given
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ T = TypeVar("T")
 __all__ = ["Capabilities", "Engine", "Query", "capabilities", "sorted_page", "unsaved"]
 
 
-class Engine(Listing, SessionReads, ErasureMarks):
+class Engine(Listing, SessionReads, ErasureMarks, VectorUpkeep):
     """Base of every built-in engine; see the module docstring for the division of work."""
 
     name: ClassVar[str] = ""
@@ -79,6 +80,7 @@ class Engine(Listing, SessionReads, ErasureMarks):
     atomic_save: ClassVar[bool] = False
     keeps_ledger: ClassVar[bool] = True
     embeds_later: ClassVar[bool] = False
+    embeds_itself: ClassVar[bool] = False
     native_hybrid: ClassVar[bool] = False
     purges: ClassVar[bool] = False
     marks_erasures: ClassVar[bool] = False
@@ -108,8 +110,19 @@ class Engine(Listing, SessionReads, ErasureMarks):
         hooks = Hooks(rules=self._rules, prepare=self._prepare_store, release=self._shut, forget=self._forget)
         self.runner = Runner(label, workers=workers, timeout=timeout, hooks=hooks)
         later = embed_later and self.hybrid.embedder is not None and caps.embeds_later
-        store = Store(self._unembedded, self._write_vectors, self._meta_get, self._meta_set)
-        self.embedding = Embedding(self.hybrid.embedder, self.runner, store, later=later)
+        store = Store(
+            self._unembedded,
+            self._write_vectors,
+            self._meta_get,
+            self._meta_set,
+            self._embed_pending,
+            self._list_unembedded,
+            self._own_embedder,
+        )
+        pends, own = caps.embeds_later, caps.embeds_itself
+        self.embedding = Embedding(
+            self.hybrid.embedder, self.runner, store, later=later, pends=pends, embeds_itself=own
+        )
         writes = Writes(
             self._write, self._write_new, self._commit, self._ledger_saved, self._ledger_mark, self._record_bytes
         )
@@ -127,19 +140,9 @@ class Engine(Listing, SessionReads, ErasureMarks):
         self.erasing = self._erasing() if caps.marks_erasures else None  # erases in marked steps
 
     @property
-    def embedder(self) -> Embedder | None:
-        """The store's embedder (None: full text only); ``core.embedding`` runs it."""
-        return self.embedding.embedder
-
-    @property
     def timeout(self) -> float | None:
         """Seconds a caller waits for any one operation (None: no deadline)."""
         return self.runner.timeout
-
-    @property
-    def vectors_off(self) -> str | None:
-        """Why this store answers from full text although an embedder is configured."""
-        return self.embedding.vectors_off
 
     @property
     def _closed(self) -> bool:
@@ -228,14 +231,6 @@ class Engine(Listing, SessionReads, ErasureMarks):
     def _ledger_sessions(self, scope: Scope) -> list[str]:
         """The session ids this store's ledger holds for ``scope`` (moving or re-keying a scope)."""
         return self._side().sessions(scope)
-
-    def _unembedded(self, limit: int) -> list[tuple[object, str]]:
-        """With ``embeds_later``: at most ``limit`` (key, text) saved without a vector, oldest first."""
-        raise NotImplementedError
-
-    def _write_vectors(self, keys: Sequence[object], vectors: np.ndarray) -> None:
-        """With ``embeds_later``: ``vectors[i]`` for ``keys[i]``, off the list, in one step (changed ones left)."""
-        raise NotImplementedError
 
     def _purge(self) -> None:
         """With ``purges``: compact the files so what erases deleted leaves them (no deadline)."""
@@ -342,11 +337,6 @@ class Engine(Listing, SessionReads, ErasureMarks):
             return self.purge_note
         await self.runner.run_unbounded("purging", self._purge)
         return f"{self.name} compacted: what erases deleted is gone from its files"
-
-    async def embed_backlog(self) -> int:
-        """With ``embed_later``: embed now whatever is saved without vectors (as the background thread
-        does on its own; for scripts and tests that need every vector); how many."""
-        return await self.embedding.backlog()
 
     async def saved(self, scope: Scope, session_id: str) -> set[str]:
         """The ledger: event ids of this session already handled by this store."""

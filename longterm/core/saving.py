@@ -2,9 +2,11 @@
 
 The seam: an ``Engine`` holds one ``Saving`` over its runner, its embedding and its write
 primitives (``Writes``, held weakly). ``save(records, scope, session_id, event_ids)`` and
-``upsert(records)`` each: record the embedder before the store's first write, refuse a
-record over the size limit (``core.limits``), embed the texts where the save path does
-(``core.embedding``), then write on a worker. A save writes its records and ledger marks in
+``upsert(records)`` each: record the embedder before the store's first write (and decide what a
+memory without one writes with, ``core.embedding``), refuse a record over the size limit
+(``core.limits``), embed the texts where the save path does (vectors of another dimension than
+the store's are refused there, before anything is written), then write on a worker, and record
+the store's dimension where that write made it known (``core.identity``). A save writes its records and ledger marks in
 one step, the engine's ``_commit``, where the engine declares ``atomic_save``; otherwise the
 records first (``_write``, or ``_write_new`` for a save that must not bring an erased memory
 back), then the marks (``_ledger_mark``), so a crash between them costs a rewrite of the
@@ -92,7 +94,7 @@ class Saving:
 
     async def _before_write(self, records: Records) -> Vectors:
         """The embedder recorded, the sizes checked, the records embedded where the save path does."""
-        await self._embedding.before_write()
+        await self._embedding.before_write(bool(records))
         if doubtful := limits.doubtful(records, self.limit):
             await self._runner.run("checking memory sizes", self.check_sizes, doubtful)
         return await self._embedding.passages(records)
@@ -100,8 +102,12 @@ class Saving:
     async def upsert(self, records: Records) -> None:
         if records:
             vectors = await self._before_write(records)
-            await self._runner.run("saving memories", self._write, list(records), vectors)
+            await self._runner.run("saving memories", self._upsert_now, list(records), vectors)
             self._embedding.wake()
+
+    def _upsert_now(self, records: Records, vectors: Vectors) -> None:
+        self._write(records, vectors)
+        self._embedding.written(vectors)
 
     async def save(
         self, records: Records, scope: Scope, session_id: str, event_ids: Sequence[str], new_only: bool
@@ -116,15 +122,21 @@ class Saving:
     def one_call(self) -> bool:
         """True when a save can be planned and written in one worker call: no embedding on the
         save path (it is awaited before the write, off the worker)."""
-        return self._embedding.embedder is None or self._embedding.later
+        return self._embedding.writer is None or self._embedding.later
 
     async def save_planned(
         self, scope: Scope, session_id: str, plan: Callable[[set[str]], PlanT], new_only: bool
     ) -> PlanT:
         """Read the ledger, plan (``plan(saved)``) and write, in one call on a worker (``one_call``
-        must hold); the plan is returned."""
-        await self._embedding.before_write()
-        planned: PlanT = await self._runner.run("saving memories", self._plan_now, scope, session_id, plan, new_only)
+        must hold); the plan is returned. The first save of a memory without an embedder on a store
+        with one is made in steps: it decides what the save writes with (``core.embedding``)."""
+        await self._embedding.before_write(records=False)
+        planned: PlanT
+        if self._embedding.identity.needs_writer:
+            planned = plan(await self._runner.run("reading the ledger", self._saved, scope, session_id))
+            await self.save(planned.records, scope, session_id, planned.covered, new_only)
+            return planned
+        planned = await self._runner.run("saving memories", self._plan_now, scope, session_id, plan, new_only)
         if planned.records:
             self._embedding.wake()
         return planned
@@ -143,10 +155,13 @@ class Saving:
         """On a worker: in one step where atomic; else the records (with ``new_only``, those of
         events the ledger does not hold, read just before), then the ledger."""
         if self.atomic:
-            return self._commit(records, vectors, scope, session_id, event_ids, new_only=new_only)
-        if new_only:
-            records, vectors = unsaved(records, vectors, self._saved(scope, session_id))
+            self._commit(records, vectors, scope, session_id, event_ids, new_only=new_only)
+        else:
+            if new_only:
+                records, vectors = unsaved(records, vectors, self._saved(scope, session_id))
+            if records:
+                (self._write_new if new_only else self._write)(records, vectors)
+            if event_ids:
+                self._mark(scope, session_id, event_ids)
         if records:
-            (self._write_new if new_only else self._write)(records, vectors)
-        if event_ids:
-            self._mark(scope, session_id, event_ids)
+            self._embedding.written(vectors)

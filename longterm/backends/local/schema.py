@@ -338,9 +338,38 @@ SELECT rowid, ? FROM records WHERE rowid = ? AND text = ?
 """
 DONE = "DELETE FROM unembedded WHERE rowid = ? AND EXISTS (SELECT 1 FROM records WHERE rowid = ? AND text = ?)"
 BUMP_ROWS = "UPDATE scopes SET version = version + 1 WHERE scope IN (SELECT scope FROM records WHERE rowid IN ({}))"
+#: A scope's vectors of the store's size in bytes (``vectors``: a vector of another size is never read).
 LOAD_SCOPE = """
-SELECT e.rowid, e.embedding FROM records AS r JOIN embeddings AS e ON e.rowid = r.rowid WHERE r.scope = ?
+SELECT e.rowid, e.embedding FROM records AS r JOIN embeddings AS e ON e.rowid = r.rowid
+WHERE r.scope = ? AND length(e.embedding) = ?
 """
+#: Every record of the index (``?1``) without a vector, listed as waiting for one (``longterm reembed``).
+LIST_UNEMBEDDED = """
+INSERT OR IGNORE INTO unembedded (rowid)
+SELECT r.rowid FROM records AS r WHERE r.scope IN (SELECT scope FROM scopes WHERE index_name = ?1)
+AND NOT EXISTS (SELECT 1 FROM embeddings AS e WHERE e.rowid = r.rowid)
+"""
+#: The same, of one scope (``?2``) of the index.
+LIST_SCOPE_UNEMBEDDED = """
+INSERT OR IGNORE INTO unembedded (rowid)
+SELECT r.rowid FROM records AS r WHERE r.scope = ?2 AND r.scope IN (SELECT scope FROM scopes WHERE index_name = ?1)
+AND NOT EXISTS (SELECT 1 FROM embeddings AS e WHERE e.rowid = r.rowid)
+"""
+#: Per index: its records without a vector, and how many of them are listed as waiting for one (``doctor``).
+MISSING_VECTORS = """
+SELECT s.index_name, count(*), count(u.rowid) FROM records AS r JOIN scopes AS s ON s.scope = r.scope
+LEFT JOIN unembedded AS u ON u.rowid = r.rowid
+WHERE NOT EXISTS (SELECT 1 FROM embeddings AS e WHERE e.rowid = r.rowid) GROUP BY s.index_name
+"""
+
+
+def meta_key(key: str, index: str) -> str:
+    """The ``store_meta`` key of ``key`` for ``index`` (each index keeps its own: its embedder...)."""
+    return f"{key}:{index}"
+
+
+#: The index of every ``embedder`` meta key (``meta_key("embedder", index)``) and its value.
+EMBEDDERS = "SELECT substr(key, 10), value FROM store_meta WHERE key LIKE 'embedder:%'"
 
 # -- expiry (``reads.py``: a read made at a moment leaves out what expired by then) ----------------
 

@@ -13,6 +13,13 @@ filter is SQL over an index of the records' metadata values, applied whole befor
 (``filtering``); hybrid search fuses on row ids before a record is parsed; WAL, ``BEGIN
 IMMEDIATE`` and a 30 s busy timeout make several processes safe.
 
+Vectors (``vectors.py``) are written with their records, or listed as waiting for one
+(``unembedded``) and written later: by the background embedder (``embed_later``), or for a memory
+without an embedder on a store with one (``_embed_pending``: the core leaves their vectors pending,
+``core.embedding``); ``_list_unembedded`` lists every record without one (``longterm reembed``).
+A store holding a vector of another size than its index's is repaired once on opening
+(``upgrade.vector_sizes``), and no search ever reads such a vector.
+
 Why reads have threads and connections of their own: a save waits for SQLite's write lock
 (another process may hold it for seconds) on the engine's one worker; a search queued
 behind it waited as long. Searches, counts, scans and listings (``READS``) run on reader
@@ -153,7 +160,7 @@ class LocalBackend(LocalSessions, LocalReads):
             conn = connect(self.path, sql.SCHEMA + sql.VECTOR_SCHEMA, wal_pages=WAL_PAGES)
             try:
                 upgrade(conn, self.path)
-                if self.embedding.later:
+                if self.embedding.later or self.embedding.identity.pending_for:  # a connection made anew, too
                     conn.executescript(sql.EMBED_LATER)
             except BaseException:
                 conn.close()
@@ -215,12 +222,12 @@ class LocalBackend(LocalSessions, LocalReads):
 
     @override
     def _meta_get(self, key: str) -> str | None:
-        row = self.conn.execute(sql.GET_META, (f"{key}:{self.index}",)).fetchone()
+        row = self.conn.execute(sql.GET_META, (sql.meta_key(key, self.index),)).fetchone()
         return None if row is None else str(row[0])
 
     @override
     def _meta_set(self, key: str, value: str) -> None:
-        self.conn.execute(sql.SET_META, (f"{key}:{self.index}", value))
+        self.conn.execute(sql.SET_META, (sql.meta_key(key, self.index), value))
 
     def _scope(
         self, app: str, user: str, *, create: bool = False, conn: sqlite3.Connection | None = None
@@ -251,8 +258,10 @@ class LocalBackend(LocalSessions, LocalReads):
         whether one was written over (``rows.put``: the WAL is then emptied after the commit)."""
         rows = [to_row(ids[r.app_name, r.user_id], r) for r in records]
         over = put(self.conn, rows, held)
-        if self._vectors is not None and vectors is not None:
-            self._vectors.write(self.conn, [row[0:1] + row[2:4] for row in rows], vectors)
+        if vectors is not None:  # the configured embedder's, or the store's loaded for saves (``core.embedding``)
+            from .vectors import write
+
+            write(self.conn, [row[0:1] + row[2:4] for row in rows], vectors)
             self.conn.executemany(sql.BUMP_VERSION, [(i,) for i in set(ids.values())])
         return over
 
@@ -303,9 +312,26 @@ class LocalBackend(LocalSessions, LocalReads):
 
     @override
     def _write_vectors(self, keys: Sequence[object], vectors: np.ndarray) -> None:
-        assert self._vectors is not None
+        from .vectors import write_late
+
         with write_transaction(self.conn) as conn:
-            self._vectors.write_late(conn, cast("list[tuple[int, str]]", list(keys)), vectors)  # ``_unembedded``'s
+            write_late(conn, cast("list[tuple[int, str]]", list(keys)), vectors)  # ``_unembedded``'s
+
+    @override
+    def _embed_pending(self) -> None:
+        """This memory saves without vectors on a store with an embedder: its writer connection lists
+        what it writes as unembedded (the triggers of ``embed_later``)."""
+        self.conn.executescript(sql.EMBED_LATER)
+
+    @override
+    def _list_unembedded(self, scope: Scope | None) -> int:
+        with write_transaction(self.conn) as conn:
+            if scope is None:
+                return int(conn.execute(sql.LIST_UNEMBEDDED, (self.index,)).rowcount)
+            scope_id = self._scope(scope.app_name, scope.user_id)
+            if scope_id is None:
+                return 0
+            return int(conn.execute(sql.LIST_SCOPE_UNEMBEDDED, (self.index, scope_id)).rowcount)
 
     @override
     def _remove(self, scope: Scope, ids: Sequence[str] | None, session_id: str | None) -> int:

@@ -9,8 +9,12 @@ filled from the records (``schema``, "Why the full-text index is ..."): the tabl
 buckets in use, and their triggers, made after the rows moved, so that moving them fires none.
 Then, once per store (``values``, behind the ``record_values`` mark in ``store_meta``), the
 values filters find records by, from each record's metadata (a store made before filters has
-the table empty; the records' words and rowids are left as they are); and once, the columns of
-a record's life (``expiry``: a record of an older store never expires) and their index.
+the table empty; the records' words and rowids are left as they are); once, the columns of
+a record's life (``expiry``: a record of an older store never expires) and their index; and once
+(``vector_sizes``, behind the ``vector_sizes`` mark), each index's vectors checked against its
+dimension: recorded where only the embedder's id was (the size its vectors have, most of them),
+and a vector of another size (written before the core refused them, it failed every search of its
+user) dropped, its record listed as waiting for a vector (``unembedded``).
 
 Why apart from the engine: an upgrade reads a layout the engine writes no more, and goes
 when that version is no longer supported; the store keeps only the current schema.
@@ -22,10 +26,11 @@ import logging
 import sqlite3
 from pathlib import Path
 
+from ...core.identity import DIM_KEY, EMBEDDER_KEY
 from ...core.sqlite import write_transaction
 from ...retrieval.text import segment
 from .filtering import values_of
-from .schema import BUCKET_DDL, EXPIRY_INDEX, FTS_BUCKETS, PUT_VALUE, ROW_BITS, stored_id
+from .schema import BUCKET_DDL, EXPIRY_INDEX, FTS_BUCKETS, GET_META, PUT_VALUE, ROW_BITS, SET_META, meta_key, stored_id
 
 log = logging.getLogger(__name__)
 
@@ -178,9 +183,67 @@ def expiry(conn: sqlite3.Connection, path: Path) -> None:
         conn.execute(EXPIRY_INDEX)
 
 
+#: A store whose vectors were checked against their index's dimension (``vector_sizes``).
+SIZED = "SELECT 1 FROM store_meta WHERE key = 'vector_sizes'"
+MARK_SIZED = "INSERT OR IGNORE INTO store_meta (key, value) VALUES ('vector_sizes', '1')"
+#: Per index, the sizes of its vectors in bytes and how many have each (most first).
+SIZES = """
+SELECT s.index_name, length(e.embedding) AS size, count(*) AS n FROM embeddings AS e
+JOIN records AS r ON r.rowid = e.rowid JOIN scopes AS s ON s.scope = r.scope
+GROUP BY s.index_name, size ORDER BY s.index_name, n DESC, size
+"""
+#: The vectors of index ``?1`` not of size ``?2``: their records listed, the scopes' caches moved, the vectors dropped.
+_MISSIZED = """
+SELECT e.rowid FROM embeddings AS e JOIN records AS r ON r.rowid = e.rowid
+WHERE r.scope IN (SELECT scope FROM scopes WHERE index_name = ?1) AND length(e.embedding) != ?2
+"""
+MISSIZED = (
+    f"INSERT OR IGNORE INTO unembedded (rowid) {_MISSIZED}",
+    f"UPDATE scopes SET version = version + 1 WHERE scope IN (SELECT scope FROM records WHERE rowid IN ({_MISSIZED}))",
+    f"DELETE FROM embeddings WHERE rowid IN ({_MISSIZED})",
+)
+
+
+def vector_sizes(conn: sqlite3.Connection, path: Path) -> None:
+    """Once (``SIZED``): each index's dimension recorded where only its embedder's id was (the size of
+    most of its vectors), and its vectors of another size dropped, their records listed for new ones."""
+    if conn.execute(SIZED).fetchone():
+        return
+    with write_transaction(conn):
+        if conn.execute(SIZED).fetchone():  # another process did it
+            return
+        by_index: dict[str, list[int]] = {}
+        for index, size, _ in conn.execute(SIZES).fetchall():
+            by_index.setdefault(index, []).append(int(size or 0))
+        for index, sizes in by_index.items():
+            embedder = conn.execute(GET_META, (meta_key(EMBEDDER_KEY, index),)).fetchone()
+            dim = conn.execute(GET_META, (meta_key(DIM_KEY, index),)).fetchone()
+            if dim is not None and str(dim[0]).isdigit():
+                right = 4 * int(dim[0])
+            else:
+                right = sizes[0]  # the size most of its vectors have
+                if embedder and embedder[0] and right and right % 4 == 0:
+                    conn.execute(SET_META, (meta_key(DIM_KEY, index), str(right // 4)))
+            wrong = [size for size in sizes if size != right]
+            if wrong:
+                for statement in MISSIZED:
+                    conn.execute(statement, (index, right))
+                log.warning(
+                    "local %s: index %r held vectors of another size than its embedder's (%d dimensions); they "
+                    "were dropped and their memories wait for new ones (`longterm reembed`, or open the memory "
+                    "with its embedder)",
+                    path,
+                    index,
+                    right // 4,
+                )
+        conn.execute(MARK_SIZED)
+
+
 def upgrade(conn: sqlite3.Connection, path: Path) -> None:
-    """Move an older store to this schema (``local_v1``, ``local_v2``, ``values``, then ``expiry``)."""
+    """Move an older store to this schema (``local_v1``, ``local_v2``, ``values``, ``expiry``, then
+    ``vector_sizes``)."""
     local_v1(conn, path)
     local_v2(conn, path)
     values(conn, path)
     expiry(conn, path)
+    vector_sizes(conn, path)

@@ -1,13 +1,18 @@
 """Vectors for the local backend: stored in its SQLite file, searched by brute force.
 
-The seam: ``VectorStore`` writes embeddings next to their records (same transaction as
-the record, or later from the ``unembedded`` queue when the engine embeds in the
-background); ``matrix(conn, scope)`` gives one scope's vectors, a cached
+The seam: ``write`` and ``write_late`` put embeddings next to their records (same transaction
+as the record, or later from the ``unembedded`` queue when the engine embeds in the
+background); ``VectorStore.matrix(conn, scope)`` gives one scope's vectors, a cached
 ``retrieval.vector_scan.ScopeVectors``, reloaded only when the scope's version (bumped in
 the writing transaction, by any process) has moved; ``nearest`` is the vector arm of a
 filtered search, over the cached scope as it is (positions of it, never a matrix of its own).
-Its SQL is in ``schema``. The store imports this module only when it has an embedder: numpy
-loads with the first vector.
+Its SQL is in ``schema``. The store imports this module only when it has vectors to write or
+search: numpy loads with the first vector.
+
+Why a scope's matrix reads only vectors of the store's size: a vector of another dimension
+(written before the core refused them, ``core.identity``) must never make a search fail; the
+store drops such vectors once on opening and lists their records for new ones (``upgrade``), and
+until then, or if one is written by a version that did not refuse them, searches leave it out.
 
 Why brute force, and not an ANN graph: one user's memories rarely exceed a few hundred
 thousand; a scan needs no index to maintain, sees every write at once, is exact, and with
@@ -102,18 +107,6 @@ class VectorStore:
         self._lock = threading.Lock()
         self._scanner = None
 
-    def write(self, conn: sqlite3.Connection, keys: list[tuple[int, str, str]], vectors: np.ndarray) -> None:
-        """Vectors of the records at ``keys`` (scope, session, event), in the caller's transaction."""
-        blobs = np.asarray(vectors, dtype=np.float32)
-        conn.executemany(PUT_VECTOR, [(blobs[i].tobytes(), *key) for i, key in enumerate(keys)])
-
-    def write_late(self, conn: sqlite3.Connection, keys: list[tuple[int, str]], vectors: np.ndarray) -> None:
-        """Vectors embedded in the background for ``keys`` (rowid, text), in the caller's transaction."""
-        blobs = np.asarray(vectors, dtype=np.float32)
-        conn.executemany(PUT_LATE_VECTOR, [(blobs[i].tobytes(), *key) for i, key in enumerate(keys)])
-        conn.executemany(DONE, [(rowid, rowid, text) for rowid, text in keys])
-        conn.execute(BUMP_ROWS.format(",".join(str(int(rowid)) for rowid, _ in keys)))
-
     def expired(
         self, conn: sqlite3.Connection, scoped: ScopeVectors, scope: int, alive_at: float | None
     ) -> np.ndarray | None:
@@ -134,7 +127,7 @@ class VectorStore:
             if hit is not None and hit[0] == version:
                 self._cache.move_to_end(scope)
                 return hit[1]
-        rows = conn.execute(LOAD_SCOPE, (scope,)).fetchall()
+        rows = conn.execute(LOAD_SCOPE, (scope, 4 * self.dim)).fetchall()
         rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         flat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
         matrix = flat.reshape(len(rows), self.dim) if rows else np.zeros((0, self.dim), np.float32)
@@ -144,6 +137,20 @@ class VectorStore:
             while len(self._cache) > CACHED_SCOPES:
                 self._cache.popitem(last=False)
         return scoped
+
+
+def write(conn: sqlite3.Connection, keys: list[tuple[int, str, str]], vectors: np.ndarray) -> None:
+    """Vectors of the records at ``keys`` (scope, session, event), in the caller's transaction."""
+    blobs = np.asarray(vectors, dtype=np.float32)
+    conn.executemany(PUT_VECTOR, [(blobs[i].tobytes(), *key) for i, key in enumerate(keys)])
+
+
+def write_late(conn: sqlite3.Connection, keys: list[tuple[int, str]], vectors: np.ndarray) -> None:
+    """Vectors embedded in the background for ``keys`` (rowid, text), in the caller's transaction."""
+    blobs = np.asarray(vectors, dtype=np.float32)
+    conn.executemany(PUT_LATE_VECTOR, [(blobs[i].tobytes(), *key) for i, key in enumerate(keys)])
+    conn.executemany(DONE, [(rowid, rowid, text) for rowid, text in keys])
+    conn.execute(BUMP_ROWS.format(",".join(str(int(rowid)) for rowid, _ in keys)))
 
 
 #: How far down the scan's ranking ``nearest`` may check, in multiples of the rows it needs

