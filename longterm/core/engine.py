@@ -42,7 +42,7 @@ from .capabilities import Capabilities, capabilities
 from .embedding import Embedding, Store
 from .erasures import ErasureMarks
 from .errors import Rule
-from .ledger import SideLedger
+from .ledger import EngineStoreLedger, SideLedger
 from .listing import Listing
 from .neighbours import SessionReads
 from .runner import Hooks, Label, Runner
@@ -64,7 +64,7 @@ T = TypeVar("T")
 __all__ = ["Capabilities", "Engine", "Query", "capabilities", "sorted_page", "unsaved"]
 
 
-class Engine(Listing, SessionReads, ErasureMarks, VectorUpkeep):
+class Engine(Listing, SessionReads, ErasureMarks, VectorUpkeep, EngineStoreLedger):
     """Base of every built-in engine; see the module docstring for the division of work."""
 
     name: ClassVar[str] = ""

@@ -80,7 +80,8 @@ class Erasure:
 
     @property
     def scope(self) -> Scope:
-        return Scope(app_name=self.app_name, user_id=self.user_id)
+        """The scope as marked: a scope of an older store, not in NFC, is not its NFC twin."""
+        return Scope.model_construct(app_name=self.app_name, user_id=self.user_id)
 
     def stamped(self, before: float) -> Erasure:
         return replace(self, before=before)

@@ -20,6 +20,13 @@ ids and duplicates nothing.
 
 ``SideLedger`` is for engines that cannot hold a ledger themselves (a hosted service):
 one SQLite file beside them, every row keyed by the store's identity.
+
+``StoreLedger`` is what moving a scope to another index or to its NFC ids needs beyond ``Ledger``
+(``memory.moving``): the sessions the ledger holds for a scope (None: it cannot list them) and the
+values it keeps about its store (a one-time move's marker). An ``Engine`` is one (its base
+``EngineStoreLedger``: its primitives on its own workers), as are ``HomeLedger`` and ``MemoryLedger``;
+``store_ledger(ledger)`` is None for a ledger of the user's that is not (a move then refuses,
+never half done).
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 from ..records import Scope
 from .fork import keep
@@ -81,6 +88,19 @@ class Ledger(Protocol):
     async def mark_saved(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None: ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class StoreLedger(Protocol):
+    """What moving a scope needs of its ledger beyond ``Ledger`` (module docstring)."""
+
+    async def sessions(self, scope: Scope) -> list[str] | None:
+        """The session ids the ledger holds for ``scope`` (None: it cannot list them)."""
+
+    async def meta(self, key: str) -> str | None:
+        """A value kept about the store (None: never set)."""
+
+    async def set_meta(self, key: str, value: str) -> None: ...
 
 
 class SideLedger:
@@ -158,6 +178,16 @@ class MemoryLedger:
 
     def __init__(self) -> None:
         self._saved: dict[tuple[str, str, str], set[str]] = {}
+        self._meta: dict[str, str] = {}
+
+    async def sessions(self, scope: Scope) -> list[str] | None:
+        return sorted(s for a, u, s in self._saved if (a, u) == (scope.app_name, scope.user_id))
+
+    async def meta(self, key: str) -> str | None:
+        return self._meta.get(key)
+
+    async def set_meta(self, key: str, value: str) -> None:
+        self._meta[key] = value
 
     async def saved(self, scope: Scope, session_id: str) -> set[str]:
         return set(self._saved.get((scope.app_name, scope.user_id, session_id), ()))
@@ -183,5 +213,52 @@ class HomeLedger:
         if event_ids:
             await asyncio.to_thread(self._side.mark, scope, session_id, event_ids)
 
+    async def sessions(self, scope: Scope) -> list[str] | None:
+        return await asyncio.to_thread(self._side.sessions, scope)
+
+    async def meta(self, key: str) -> str | None:
+        return await asyncio.to_thread(self._side.meta_get, key)
+
+    async def set_meta(self, key: str, value: str) -> None:
+        await asyncio.to_thread(self._side.meta_set, key, value)
+
     async def close(self) -> None:
         self._side.close()
+
+
+class EngineStoreLedger:
+    """``StoreLedger`` on an ``Engine`` (a base of it): its ``_ledger_sessions``, ``_meta_get`` and
+    ``_meta_set`` primitives on its own workers. An engine that keeps its ledger but implements no
+    ``_ledger_sessions`` (the default then raises ``NotImplementedError``) cannot list: None."""
+
+    if TYPE_CHECKING:  # ``Engine``'s
+
+        async def _run(self, what: str, fn: Callable[..., T], *args: object) -> T: ...
+
+        def _ledger_sessions(self, scope: Scope) -> list[str]: ...
+
+        def _meta_get(self, key: str) -> str | None: ...
+
+        def _meta_set(self, key: str, value: str) -> None: ...
+
+    def _listed_sessions(self, scope: Scope) -> list[str] | None:
+        try:
+            return self._ledger_sessions(scope)
+        except NotImplementedError:
+            return None
+
+    async def sessions(self, scope: Scope) -> list[str] | None:
+        """The session ids this store's ledger holds for ``scope`` (None: it cannot list them)."""
+        return await self._run("reading the ledger", self._listed_sessions, scope)
+
+    async def meta(self, key: str) -> str | None:
+        """A value the store keeps about itself (None: never set)."""
+        return await self._run("reading the store's meta", self._meta_get, key)
+
+    async def set_meta(self, key: str, value: str) -> None:
+        await self._run("writing the store's meta", self._meta_set, key, value)
+
+
+def store_ledger(ledger: object) -> StoreLedger | None:
+    """``ledger`` as a ``StoreLedger`` (module docstring); None when it cannot list or keep meta."""
+    return ledger if isinstance(ledger, StoreLedger) else None

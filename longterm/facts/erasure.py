@@ -6,6 +6,7 @@ which records it erases; after, ``erase(scope)`` makes the user's facts agree wi
 left (``agree``). Work that writes facts reads the marks before it starts (``read``) and
 calls ``after_write`` once it wrote; ``erased_since`` says which records an erase since some
 marks took away, and ``settled`` notes the marks a user's facts were made to agree with.
+``rekeyed_marks`` rewrites marks for records and sessions given new ids (a store re-keyed to NFC).
 
 Why marks: work in flight elsewhere (another thread's batch, another process) is caught by
 them. A batch, consolidation or rebuild reads the marks before it starts and after it wrote,
@@ -24,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 
 from ..core.backend import Backend
 from ..core.ledger import Ledger
@@ -203,6 +204,18 @@ def _says_erased(fact: Fact, kept: list[MemoryRecord], erased: set[str] | None) 
         return False
     said = set().union(*(_words(r.text) for r in kept))
     return bool((_words(fact.text) | _words(fact.subject)) & erased - said)
+
+
+def rekeyed_marks(marks: set[str], ids: Mapping[str, str], sessions: Mapping[str, str]) -> set[str]:
+    """Erasure marks naming records and sessions that were given new ids (``ids``, ``sessions``: old
+    -> new; a store re-keyed to NFC), each naming the new one with its nonce kept."""
+    digests = {_key(old): _key(new) for table in (ids, sessions) for old, new in table.items() if old != new}
+    out = set()
+    for mark in marks:
+        kind, _, rest = mark.partition(":")
+        key, _, nonce = rest.partition(":")
+        out.add(f"{kind}:{digests[key]}:{nonce}" if key in digests else mark)
+    return out
 
 
 def _key(value: str) -> str:

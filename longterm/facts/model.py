@@ -1,8 +1,8 @@
 """Facts as records: how a fact lives in the store, beside the evidence it came from.
 
 The seam: ``Fact`` turns into a ``MemoryRecord`` (``to_record``) and back (``Fact.of``), and
-``split_hits`` sorts a search's hits into current facts and evidence. Nothing here talks to
-an engine or a model.
+``split_hits`` sorts a search's hits into current facts and evidence; ``relinked`` makes a fact
+follow records given new ids (a store re-keyed to NFC). Nothing here talks to an engine or a model.
 
 Why so: facts are records of another kind in the same store and scope, so every engine
 holds them with no change. A fact record is marked in ``metadata["longterm"]`` (``kind:
@@ -21,6 +21,7 @@ a fact's records or its ledger, whatever it is called.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -205,6 +206,33 @@ MAX_HISTORY = 100
 
 def _bounded(items: list[Any], limit: int) -> list[Any]:
     return items if len(items) <= limit else [items[0], *items[len(items) - limit + 1 :]]
+
+
+#: Fields of a fact's metadata holding record ids (its evidence's, or other facts'): ``relinked`` maps them.
+_LINKS = ("evidence", "retracted_by", "superseded_by", "reworded_from")
+
+
+def relinked(record: MemoryRecord, ids: Mapping[str, str], session: Callable[[str], str]) -> MemoryRecord:
+    """A fact record (evidence as it is) whose links follow records given new ids (``ids``: old id ->
+    new, a store's ids re-keyed to NFC): its evidence, what replaced, retracted or was reworded into
+    it, the ids in its history, and its sessions (``session``: old session id -> new)."""
+    meta = record.metadata.get(META)
+    if not is_fact(record) or not isinstance(meta, dict):
+        return record
+
+    def link(value: Any) -> Any:
+        if isinstance(value, str):
+            return ids.get(value, value)
+        return [link(v) for v in value] if isinstance(value, list) else value
+
+    new = {**meta, **{k: link(meta[k]) for k in _LINKS if k in meta}}
+    if isinstance(meta.get("sessions"), list):
+        new["sessions"] = list(dict.fromkeys(session(s) if isinstance(s, str) else s for s in meta["sessions"]))
+    if isinstance(meta.get("history"), list):
+        new["history"] = [{k: link(v) for k, v in e.items()} if isinstance(e, dict) else e for e in meta["history"]]
+    if new == meta:
+        return record
+    return record.model_copy(update={"metadata": {**record.metadata, META: new}})
 
 
 def is_fact(record: MemoryRecord) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -58,8 +58,10 @@ def read_cursor(cursor: object, newest_first: bool) -> Any:
 class Reader:
     """What a memory reads without a query (see the module docstring)."""
 
-    def __init__(self, parts: Wiring) -> None:
+    def __init__(self, parts: Wiring, ready: Callable[[], Awaitable[None]] | None = None) -> None:
         self.parts = parts
+        self.ready = ready
+        """Awaited before a listing (``scopes``, ``indices``): the store's one-time join (``memory.routing``)."""
 
     def _guard(self, what: str) -> AbstractContextManager[None]:
         return guard(what, f"backend {self.parts.name!r}")
@@ -122,6 +124,8 @@ class Reader:
 
     async def scopes(self) -> list[tuple[str, str, int]]:
         """(app, user, count) of every user with memories in the memory's index."""
+        if self.ready is not None:
+            await self.ready()
         lister = getattr(self.parts.backend, "scopes", None)
         if lister is None:
             raise ConfigurationError(f"backend {self.parts.name!r} cannot list its users; pass an app and a user.")
@@ -130,6 +134,8 @@ class Reader:
 
     async def indices(self) -> list[str]:
         """The index names of the store (its location and prefix) that hold memories."""
+        if self.ready is not None:
+            await self.ready()
         lister = getattr(self.parts.backend, "indices", None)
         if lister is None:
             raise ConfigurationError(f"backend {self.parts.name!r} cannot list its indices; pass --index.")

@@ -3,7 +3,8 @@
 The seam: ``Router(settings, primary)``; ``await router.route(scope) -> Route`` (the index holding
 the scope, its engine, ledger, fact layer and the facade's parts over them), ``router.primary``
 (the memory's own index: listings, the simple API's default app), ``router.routes()`` (every
-index opened so far: closing, flushing), ``router.home(scope)`` (where a scope is known to live).
+index opened so far: closing, flushing), ``router.home(scope)`` (where a scope is known to live),
+``router.ready()`` (the store's one-time join, awaited by ``route`` and by the listings).
 
 The rule (``RULE``, the README's and the CLI's): a memory told an index (``index=``, or
 ``backend_config["index"]``, or a backend or a ledger given as an instance) uses that index for
@@ -17,7 +18,8 @@ Why find, not only derive: stores written before this rule hold users in the ind
 that wrote them was opened on (``default_app`` for ``LongTermMemory()``); deriving the index from
 the app alone would stop finding them, and moving every user on open would move users out of
 an index an application names on purpose. A user split over two indices by that old rule is
-joined once on open (``memory.joining``).
+joined once on open (``memory.joining``), and ids of another Unicode form than NFC re-keyed: a
+memory not told its index runs that (``Router.ready``) before its first routed call or listing.
 
 Why a route per index: an engine, its ledger, its meta and its fact layer are keyed by the
 index fixed when the engine opens; a second index is a second engine, opened on first use and
@@ -27,7 +29,10 @@ is only ever created in the app's own index, so every process following the rule
 
 from __future__ import annotations
 
+import asyncio
 import threading
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 from ..core.backend import Backend
@@ -36,6 +41,7 @@ from ..errors import BackendError, ConfigurationError
 from ..records import Scope
 from .erasing import Eraser
 from .fact_access import FactAccess
+from .joining import join
 from .reading import Reader
 from .saving import Saver
 from .searching import Searcher
@@ -61,9 +67,16 @@ class Route:
     facts: FactAccess
 
     @classmethod
-    def over(cls, parts: Wiring, index: str, router: Router | None = None) -> Route:
+    def over(
+        cls,
+        parts: Wiring,
+        index: str,
+        router: Router | None = None,
+        ready: Callable[[], Awaitable[None]] | None = None,
+    ) -> Route:
         """The parts over ``index``; with ``router`` (the memory's own route), each scoped call of
-        the saver, searcher and eraser goes on to the route of the index its scope lives in."""
+        the saver, searcher and eraser goes on to the route of the index its scope lives in; with
+        ``ready``, the reader's listings wait for it first (``Router.ready``)."""
         if router is None:
             saver, searcher, eraser = Saver(parts, index), Searcher(parts, index), Eraser(parts, index)
         else:
@@ -80,7 +93,7 @@ class Route:
 
             saver, searcher = Saver(parts, index, to_saver), Searcher(parts, index, to_searcher)
             eraser = Eraser(parts, index, to_eraser)
-        return cls(index, parts, saver, searcher, Reader(parts), eraser, FactAccess(parts))
+        return cls(index, parts, saver, searcher, Reader(parts, ready), eraser, FactAccess(parts))
 
     @property
     def backend(self) -> Backend:
@@ -111,10 +124,15 @@ class Router:
     def __init__(self, settings: MemorySettings, primary: Wiring) -> None:
         self.settings = settings
         self.pinned = pinned(settings)
-        self.primary = Route.over(primary, settings.index, None if self.pinned else self)
+        self._ready = None if self.pinned else self.ready
+        self.primary = Route.over(primary, settings.index, None if self.pinned else self, self._ready)
         self._routes: dict[str, Route] = {settings.index: self.primary}
         self._homes: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()  # routes are opened from any thread or loop the memory serves
+        self._joining: Future[None] | None = None
+        """The store's one-time join (``ready``): running or done; None: not begun, or it failed."""
+        self._joined = self.pinned
+        """Whether ``ready`` has nothing left to do (read without the lock: it only turns True)."""
 
     def routes(self) -> list[Route]:
         """Every index opened so far, this memory's own first."""
@@ -126,8 +144,51 @@ class Router:
         with self._lock:
             route = self._routes.get(index)
             if route is None:
-                route = self._routes[index] = Route.over(wire(self.settings, index=index), index)
+                route = self._routes[index] = Route.over(wire(self.settings, index=index), index, ready=self._ready)
             return route
+
+    async def release(self, index: str) -> None:
+        """Close the route of ``index`` (never the memory's own) opened for a look; the next use opens it again."""
+        if index == self.primary.index:
+            return
+        with self._lock:
+            route = self._routes.pop(index, None)
+        if route is not None:
+            await close_route(route)
+
+    async def ready(self) -> None:
+        """Once per memory not told its index, before its first routed call or listing: the store
+        joined (``memory.joining``). Calls from any loop or thread wait for the one running; a join
+        that failed (or was cancelled) is tried again by the next call."""
+        while not self._joined:
+            with self._lock:
+                joining, mine = self._joining, self._joining is None
+                if joining is None:
+                    joining = self._joining = Future()
+            if mine:
+                try:
+                    await join(self)
+                except BaseException as exc:
+                    with self._lock:
+                        self._joining = None
+                    if isinstance(exc, Exception):
+                        joining.set_exception(exc)
+                    else:  # cancelled: the waiters try again
+                        joining.cancel()
+                    raise
+                self._joined = True
+                joining.set_result(None)
+                return
+            if joining.done() and not joining.cancelled():
+                joining.result()  # a success (a failure left the slot empty), or the failure it met
+                return
+            try:
+                await asyncio.wrap_future(joining)
+                return
+            except asyncio.CancelledError:
+                if not joining.cancelled():
+                    raise  # this caller was cancelled
+                # the one running was cancelled: try again
 
     def home(self, scope: Scope) -> str | None:
         """The index ``scope`` is known to live in (None: not looked for yet)."""
@@ -137,6 +198,8 @@ class Router:
 
     async def route(self, scope: Scope) -> Route:
         """The route of the index ``scope`` lives in, by ``RULE``."""
+        if not self._joined:
+            await self.ready()
         index = self.home(scope)
         if index is None:
             index = await self._find(scope)
@@ -171,9 +234,7 @@ class Router:
         if await route.reader.count(scope):
             return True
         if not kept:
-            with self._lock:
-                self._routes.pop(index, None)
-            await close_route(route)
+            await self.release(index)
         return False
 
 

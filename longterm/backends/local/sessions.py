@@ -8,6 +8,10 @@ just before it and the ``after`` just after it, in session order (time, then row
 the store saved them); ``_records_at`` then reads and parses only those rows, by rowid. Every
 statement is bound to the scope's id, so nothing of another scope is read.
 
+``_ledger_sessions`` lists the session ids of a scope's ledger: its rows, and the sessions of its
+records (a record is its own event's ledger entry, ``store.LocalBackend._commit``), for moving a
+scope (``memory.moving``).
+
 Why windows and not a session's every row: a read of all of a session's rows touches a page per
 row where sessions were saved a turn at a time among other users' (an agent saving after each
 turn): at 100k records, five hits in sessions of 50 turns, 1.0 ms against 0.4 ms for the windows;
@@ -29,6 +33,10 @@ from .rows import to_record
 
 #: Rowids read per statement: under SQLite's smallest limit of host parameters (999 before 3.32).
 CHUNK = 500
+#: A scope's ledger sessions: its ledger rows' and its records' (by ``records_by_session``).
+LEDGER_SESSIONS = """
+SELECT session_id FROM ledger WHERE scope = ?1 UNION SELECT session_id FROM records WHERE scope = ?1 ORDER BY 1
+"""
 
 
 def _hex(stored: bytes | str) -> str:
@@ -40,6 +48,9 @@ class LocalSessions(SessionReads):
     """The two steps of a hit's neighbours on the local store (see the module docstring)."""
 
     if TYPE_CHECKING:  # ``LocalBackend``'s, which this is a base of
+
+        @property
+        def conn(self) -> sqlite3.Connection: ...
 
         def _reader(self) -> sqlite3.Connection: ...
 
@@ -80,3 +91,8 @@ class LocalSessions(SessionReads):
             query = sql.BY_ROWIDS.format(",".join("?" * len(part)))
             found.update((row[0], to_record(row[1:], scope)) for row in conn.execute(query, (*part, scope_id)))
         return [found.get(k) for k in keys]
+
+    def _ledger_sessions(self, scope: Scope) -> list[str]:
+        """The scope's ledger sessions, on the writer's connection (as ``_ledger_saved`` reads)."""
+        scope_id = self._scope(scope.app_name, scope.user_id)
+        return [] if scope_id is None else [str(r[0]) for r in self.conn.execute(LEDGER_SESSIONS, (scope_id,))]

@@ -284,6 +284,18 @@ class QdrantBackend(TimeWindows, QdrantEngine):
                 return saved
 
     @override
+    def _ledger_sessions(self, scope: Scope) -> list[str]:
+        """The scope's ledger sessions: a scroll of its entries' ``session_id`` (one point an event)."""
+        flt, cursor, sessions = self._filter(scope), None, set[str]()
+        while True:
+            points, cursor = self._client.scroll(
+                self.ledger, scroll_filter=flt, limit=1000, offset=cursor, with_payload=["session_id"]
+            )
+            sessions.update(str(p.payload["session_id"]) for p in points)
+            if cursor is None:
+                return sorted(sessions)
+
+    @override
     def _ledger_mark(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
         key = (scope.app_name, scope.user_id, session_id)
         entry = {"app_name": scope.app_name, "user_id": scope.user_id, "session_id": session_id}

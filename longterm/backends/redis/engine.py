@@ -61,7 +61,7 @@ from .scripts import (
     session_tag,
 )
 from .tokens import redis_tokens
-from .upgrade import redis_expiry, redis_saved, redis_sessions, redis_v1
+from .upgrade import redis_expiry, redis_listed, redis_saved, redis_sessions, redis_v1, sessions_of
 
 if TYPE_CHECKING:
     pass
@@ -163,6 +163,10 @@ class RedisBackend(RedisReads, RedisErasures, Engine):
     def _ledger_key(self, scope: Scope, session_id: str) -> str:
         return f"{self.ns}l:{scope_key(scope.app_name, scope.user_id, session_id)}"
 
+    def _sessions_key(self, scope: Scope) -> str:
+        """The set of the scope's ledger sessions (``SAVE`` adds to it; ``upgrade.sessions_of``)."""
+        return f"{self.ns}ls:{self._tag(scope.app_name, scope.user_id)}"
+
     @override
     def _open(self) -> None:
         vector = () if self.embedder is None else (*VECTOR, self.embedder.dim)
@@ -189,6 +193,7 @@ class RedisBackend(RedisReads, RedisErasures, Engine):
         redis_saved(self._r, self.ns, self.index_name, empty=made and not upgraded)
         redis_expiry(self._r, self.ns, self.index_name, empty=made and not upgraded)
         redis_tokens(self._r, self.ns, self.index_name, empty=made and not upgraded)
+        redis_listed(self._r, self.ns, empty=made and not upgraded)
 
     @override
     def _meta_get(self, key: str) -> str | None:
@@ -200,28 +205,39 @@ class RedisBackend(RedisReads, RedisErasures, Engine):
 
     @override
     def _write(self, records: Records, vectors: Vectors) -> None:
-        self._put(records, vectors, "", [])
+        self._put(records, vectors, None, [])
 
     @override
     def _commit(
         self, records: Records, vectors: Vectors, scope: Scope, session_id: str, event_ids: Ids, new_only: bool = False
     ) -> None:
         """One ``SAVE`` per batch, the marks with the last; ``new_only`` is read inside the script."""
-        self._put(records, vectors, self._ledger_key(scope, session_id), event_ids, new_only)
+        self._put(records, vectors, (scope, session_id), event_ids, new_only)
 
     @override
     def _ledger_mark(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
-        self._put((), None, self._ledger_key(scope, session_id), event_ids)
+        self._put((), None, (scope, session_id), event_ids)
 
-    def _put(self, records: Records, vectors: Vectors, ledger: str, marks: Ids, new_only: bool = False) -> None:
-        """One ``SAVE`` call per ``SCRIPT_BATCH`` records; ``marks`` go into the ``ledger`` with the last."""
+    def _put(
+        self,
+        records: Records,
+        vectors: Vectors,
+        of: tuple[Scope, str] | None,
+        marks: Ids,
+        new_only: bool = False,
+    ) -> None:
+        """One ``SAVE`` call per ``SCRIPT_BATCH`` records; ``marks`` go into the ledger of session ``of``
+        (scope, session id) with the last, and that session into the scope's ledger sessions."""
         meta = self.ns + "meta"
+        ledger, listed, sid = meta, meta, ""
+        if of is not None:
+            ledger, listed, sid = self._ledger_key(*of), self._sessions_key(of[0]), of[1]
         vecs = None if vectors is None else vectors.astype("float32", copy=False)
         for start in range(0, len(records), SCRIPT_BATCH) or (0,):
             batch = range(start, min(start + SCRIPT_BATCH, len(records)))
             now = marks if batch.stop == len(records) else ()
-            keys: list[str] = [meta, ledger or meta]
-            args: list[Any] = [0 if vecs is None else 1, int(new_only), len(now), *now]
+            keys: list[str] = [meta, ledger, listed]
+            args: list[Any] = [0 if vecs is None else 1, int(new_only), len(now), sid, *now]
             groups: dict[str, list[int]] = {}
             for i in batch:
                 groups.setdefault(self._tag(records[i].app_name, records[i].user_id), []).append(i)
@@ -236,7 +252,7 @@ class RedisBackend(RedisReads, RedisErasures, Engine):
                     args += (rec.event_id, doc, terms, repr(rec.timestamp), session, tags(rec), expiry(rec))
                     if vecs is not None:
                         args.append(vecs[i].tobytes())
-            if len(keys) > 2 or now:
+            if len(keys) > 3 or now:
                 self._script(keys, args)
 
     def _script(self, keys: list[str], args: list[Any]) -> None:
@@ -332,6 +348,10 @@ class RedisBackend(RedisReads, RedisErasures, Engine):
     @override
     def _ledger_saved(self, scope: Scope, session_id: str) -> set[str]:
         return {m.decode() for m in self._r.smembers(self._ledger_key(scope, session_id))}
+
+    @override
+    def _ledger_sessions(self, scope: Scope) -> list[str]:
+        return sessions_of(self._r, self.ns, self._sessions_key(scope), self._set(scope))
 
     @override
     def _close(self) -> None:

@@ -61,9 +61,11 @@ local function tick()
   return now
 end
 """
-#: KEYS: ``ns meta``, the session's ledger set (or ``ns meta``), then per scope its set key, its erasure
-#: marks' key and its record keys. ARGV: 1 if records carry a vector, 1 to leave out events the ledger holds,
-#: the number of event ids to mark and those ids, then per scope its tag and record count, then per record
+#: KEYS: ``ns meta``, the session's ledger set (or ``ns meta``), the set of its scope's ledger sessions (or
+#: ``ns meta``), then per scope its set key, its erasure marks' key and its record keys. ARGV: 1 if records
+#: carry a vector, 1 to leave out events the ledger holds, the number of event ids to mark, the session id
+#: they are of (added to the scope's ledger sessions with them), and those ids, then per scope its tag and
+#: record count, then per record
 #: its event id, doc, terms, timestamp, session tag, filter tokens, expiry ('': none, the field is removed)
 #: [and embedding]. Leaving out inside the
 #: script: no erase can slip between a check and a write. A record stored exactly so (doc, terms, tokens,
@@ -78,7 +80,7 @@ local function sadd(key, list, from, to)
   for i = from, to, 500 do redis.call('SADD', key, unpack(list, i, math.min(i + 499, to))) end
 end
 local vec, new, marks = ARGV[1] == '1', ARGV[2] == '1', tonumber(ARGV[3])
-local k, a, now = 3, 4 + marks, nil
+local k, a, now = 4, 5 + marks, nil
 while k <= #KEYS do
   local tag, count, kept = ARGV[a], tonumber(ARGV[a + 1]), {}
   local erasing = redis.call('EXISTS', KEYS[k + 1]) == 1
@@ -106,7 +108,7 @@ while k <= #KEYS do
   if #kept > 0 then sadd(KEYS[k], kept, 1, #kept) end
   k = k + count + 2
 end
-if marks > 0 then sadd(KEYS[2], ARGV, 4, 3 + marks) end
+if marks > 0 then sadd(KEYS[2], ARGV, 5, 4 + marks); redis.call('SADD', KEYS[3], ARGV[4]) end
 """
 )
 #: KEYS: a scope's set, then the record keys to erase (none: one SSCAN page of the set). ARGV: the SSCAN

@@ -10,7 +10,11 @@ gets the field in its index (``FT.ALTER``) and every record its tag, once (``SES
 release still saving into the store meanwhile writes records without the tag: a search finds
 them, only no neighbours are read around them.
 ``redis_saved`` and ``redis_expiry`` add a NUMERIC field with no values yet (``saved``,
-``expires``), once each (a field of ``ns meta`` says it is done).
+``expires``), once each (a field of ``ns meta`` says it is done). ``redis_listed`` notes, in a
+store just made, that every ledger session is in its scope's sessions set (``SAVE`` adds it);
+``sessions_of`` lists a scope's ledger sessions, in a store made before that set from its records
+too: a ledger key is a digest of (app, user, session), so a session of such a store whose every
+record is gone cannot be found.
 
 ``records_of(client, ns)`` reads every record's ``doc``, a batch at a time (``tokens`` too).
 
@@ -48,6 +52,8 @@ SESSIONS_KEY = "sessions"
 SAVED_KEY = "saved_field"
 #: The field of ``ns meta`` saying the index has ``EXPIRES_FIELD``.
 EXPIRY_KEY = "expires_field"
+#: The field of ``ns meta`` saying every ledger session is in its scope's sessions set (a store made with it).
+LISTED_KEY = "ledger_sessions"
 
 
 def redis_v1(r: Redis, ns: str) -> bool:
@@ -116,3 +122,23 @@ def _field(r: Redis, ns: str, index: str, key: str, field: tuple[str, ...], *, e
             if "duplicate" not in str(exc).lower():
                 raise
     r.hset(f"{ns}meta", key, "1")
+
+
+def redis_listed(r: Redis, ns: str, *, empty: bool) -> None:
+    """In a store just made (``empty``): every ledger session will be in its scope's sessions set."""
+    if empty:
+        r.hsetnx(f"{ns}meta", LISTED_KEY, "1")
+
+
+def sessions_of(r: Redis, ns: str, listed: str, scope_set: str) -> list[str]:
+    """A scope's ledger sessions: its sessions set (``listed``), and in a store made before it the
+    sessions of the scope's records (its set ``scope_set``) too (module docstring)."""
+    found = {m.decode() if isinstance(m, bytes) else str(m) for m in r.smembers(listed)}
+    if r.hget(f"{ns}meta", LISTED_KEY) is None:
+        keys = list(r.sscan_iter(scope_set, count=1000))
+        for i in range(0, len(keys), REDIS_BATCH):
+            with r.pipeline(transaction=False) as pipe:
+                for key in keys[i : i + REDIS_BATCH]:
+                    pipe.hget(key, "doc")
+                found.update(json.loads(doc)["session_id"] for doc in pipe.execute() if doc)
+    return sorted(found)
