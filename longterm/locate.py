@@ -4,7 +4,8 @@ The seam: ``locate_index(memory_factory, app_name, user_id, index=None) -> str``
 users at once ``locate_indices(memory_factory, scopes, index=None) -> {(app, user): index}``;
 ``store_indices(memory_factory, probe)`` lists the indices of a store that hold memories.
 ``memory_factory(index)`` opens a ``LongTermMemory`` on that index of one store (same backend,
-location and prefix); every memory it opens here is closed before the call returns. A caller
+location and prefix; ``None``: a memory not told an index); every memory it opens here is closed
+before the call returns. A caller
 that keeps its memories open and finds the indices holding a user its own way (the UI) applies
 the same rule to what it found: ``choose(app, user, holding)`` (the one index, none, or
 ``SeveralIndices`` naming them).
@@ -15,6 +16,11 @@ of the store that holds memories: the one index that holds it is used; several a
 naming them (pass ``--index``); none is the index the API would use for that app
 (``LongTermMemory(app_name=app)`` saves into index ``app``), so what the CLI or the MCP server
 writes first lands where the application's own reads look.
+
+Before it looks, a locate without ``--index`` lets a memory not told an index list the store
+(``join_store``): that memory's first listing joins, once per store, a user an earlier release
+left in two indices (``memory.joining``), so a store of an earlier release answers the CLI and
+the MCP server from one index instead of stopping at "several indices".
 
 Why: ``LongTermMemory(app_name="travel")`` saves into index ``travel``, ``LongTermMemory()``
 into ``default_app``; a command that looked in one fixed index missed the other's memories.
@@ -33,8 +39,8 @@ from .records import check_id
 if TYPE_CHECKING:
     from .memory import LongTermMemory
 
-#: Opens a memory on the named index of the store.
-MemoryFactory = Callable[[str], "LongTermMemory"]
+#: Opens a memory on the named index of the store (None: a memory not told an index).
+MemoryFactory = Callable[[str | None], "LongTermMemory"]
 #: (app_name, user_id)
 Pair = tuple[str, str]
 
@@ -116,6 +122,15 @@ def choose(app_name: str, user_id: str, holding: Sequence[str]) -> str | None:
     return holding[0] if holding else None
 
 
+async def join_store(memory_factory: MemoryFactory) -> None:
+    """The store joined once (module docstring): a memory not told an index lists it, and closes."""
+    memory = memory_factory(None)
+    try:
+        await _listed(memory)
+    finally:
+        await memory.close()
+
+
 async def locate_indices(
     memory_factory: MemoryFactory, pairs: Sequence[Pair], *, index: str | None = None
 ) -> dict[Pair, str]:
@@ -124,6 +139,7 @@ async def locate_indices(
     pairs = list(dict.fromkeys(pairs))
     if index or not pairs:
         return {pair: index or pair[0] for pair in pairs}
+    await join_store(memory_factory)
     found = await holders(memory_factory, pairs, probe=pairs[0][0])
     located: dict[Pair, str] = {}
     for (app, user), names in found.items():
@@ -145,6 +161,7 @@ __all__ = [
     "choose",
     "holders",
     "locate_index",
+    "join_store",
     "locate_indices",
     "store_indices",
 ]

@@ -184,3 +184,19 @@ def test_a_port_in_use_is_one_line_naming_it_and_the_servers_default_to_two_port
             ), out.stderr
     defaults = {name: next(p.default for p in cli.commands[name].params if p.name == "port") for name in ("ui", "mcp")}
     assert defaults["ui"] != defaults["mcp"]
+
+
+def test_the_cli_joins_a_store_an_earlier_release_split_instead_of_stopping(tmp_path: Path, _home: Path) -> None:
+    """A store of an earlier release holds alice in two indices (README's two blocks did that).
+    ``longterm search`` without ``--index`` used to stop with "has memories in 2 indices"; it now
+    joins the store once (``locate.join_store``) and answers from one index, and ``stats`` shows
+    one row for her."""
+    config = json.dumps({"path": str(tmp_path / "old.db")})
+    for index, text in (("travel", "my passport expires in August"), ("default_app", "my visa is for Norway")):
+        with LongTermMemory(app_name="travel", backend_config={"path": str(tmp_path / "old.db")}, index=index) as old:
+            old.add_sync(text, user_id="alice")
+            assert old.count_sync(app_name="travel", user_id="alice") == 1  # one memory in each of two indices
+    code, out = run("--config", config, "search", "passport visa", "--app", "travel", "--user", "alice")
+    assert code == 0, out
+    assert "passport" in out and "visa" in out
+    assert stats_rows("--config", config) == {("travel", "travel", "alice"): 2}
