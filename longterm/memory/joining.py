@@ -15,7 +15,9 @@ Why every index gets the marker, and why another index's marker stops the pass: 
 index depends on how it was opened (``LongTermMemory(app_name="travel")``'s is ``travel``), so a
 marker in one index only would run the pass again for each; and an index made after the pass
 (a new app's) must not start it again, where it could join a user that an application split on
-purpose since. Why the order: every move is crash-safe by its own order (``memory.moving``), and
+purpose since. Such an index is not marked then: finding the marker elsewhere is reads only, so a
+memory's first search never waits for another process's write lock to mark its own index.
+Why the order: every move is crash-safe by its own order (``memory.moving``), and
 the marker comes after all of them, so a pass killed anywhere runs again at the next open and
 ends in the same state.
 
@@ -94,9 +96,10 @@ async def join(router: Router) -> None:
             if name != primary.index and await _meta(router.opened(name)) is not None:
                 joined_before = True
                 break
-        if not joined_before:
-            await _pass(router, names)
-        for name in [primary.index] if joined_before else names:
+        if joined_before:
+            return  # reads only: a search never waits for a writer to mark an index (module docstring)
+        await _pass(router, names)
+        for name in names:
             route = router.opened(name)
             meta = store_ledger(route.ledger)
             if meta is not None:
