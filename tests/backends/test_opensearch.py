@@ -270,6 +270,9 @@ class Stub:
 DEFAULTS: dict[tuple[str, str], Callable[[bytes], tuple[int, Any]]] = {
     ("GET", "/_mapping"): lambda body: (200, {"longterm-app": {"mappings": {"_meta": {"embedder": ""}}}}),
     ("POST", "/_search"): lambda body: (200, {"hits": {"hits": []}}),
+    # Reads and the erasure marks (none here) go by ``_msearch``; an erase moves the clock document.
+    ("POST", "/_msearch"): lambda body: (200, {"responses": [{"hits": {"hits": []}}] * (body.count(b"\n") // 2)}),
+    ("PUT", "/_doc/~clock"): lambda body: (200, {"_version": 1}),
 }
 
 

@@ -17,6 +17,8 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from .schema import SAVED
+
 #: One bulk request carries at most this much: a large session never meets a 413 (AWS allows 10 MB).
 BULK_BYTES = 5 * 1024 * 1024
 BULK_DOCS = 1_000
@@ -85,11 +87,16 @@ def changed(
     client: Any, index: str, rows: Sequence[tuple[str, dict[str, Any], str]]
 ) -> list[tuple[str, dict[str, Any], str]]:
     """Of ``rows`` (id, document, what it is), those ``index`` does not hold exactly so (one ``mget`` per
-    ``BULK_DOCS``): a second import of the same export writes nothing, as on the local store."""
+    ``BULK_DOCS``; the stored stamp ``SAVED`` aside): a second import of the same export writes nothing,
+    as on the local store."""
     out: list[tuple[str, dict[str, Any], str]] = []
     for start in range(0, len(rows), BULK_DOCS):
         part = rows[start : start + BULK_DOCS]
         found = client.mget(index=index, body={"ids": [doc_id for doc_id, _, _ in part]}, realtime=True)["docs"]
-        stored = {d["_id"]: d.get("_source") for d in found if d.get("found")}
+        stored = {d["_id"]: _unstamped(d.get("_source")) for d in found if d.get("found")}
         out += [row for row in part if stored.get(row[0]) != json.loads(json.dumps(row[1]))]
     return out
+
+
+def _unstamped(source: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if source is None else {k: v for k, v in source.items() if k != SAVED}

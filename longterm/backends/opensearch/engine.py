@@ -10,14 +10,17 @@ is ``keyword`` filters, never query syntax, and so is a ``filters=`` (``filterin
 tokens of ``core.where``, in the same ``bool.filter``, before any cut; and so is expiry: a
 ``range`` on the ``double`` ``expires_at`` a record's document carries when it has one); bulk
 requests are bounded and ``refresh=wait_for``, so a save that returned is searchable and a
-failed item fails it, named; reads refuse partial results; an erase goes again until nothing it
-erases is left, or says it could not finish. An overwrite of a record by id (``_write``) leaves
-its old words where an erase leaves them: in a deleted Lucene document until a merge (``purge``).
+failed item fails it, named; reads refuse partial results; an erase marks its intent first, so no
+read returns what it erases from then on, goes again until nothing it erases is left, or says it
+could not finish, and one killed part-way is finished by the next erase or open (``erasing``:
+each write is stamped with the store's clock, each read asks with the scope's marks). An
+overwrite of a record by id (``_write``) leaves its old words where an erase leaves them: in a
+deleted Lucene document until a merge (``purge``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -29,12 +32,14 @@ from ...core.aliases import Records, Vectors
 from ...core.engine import Engine, Query
 from ...core.errors import Rule
 from ...core.scope import scope_key
+from ...core.searching import Scored
 from ...core.selection import Page
 from ...core.where import Where
 from ...errors import BackendUnavailableError, ConfigurationError, InvalidInputError, require
 from ...records import MemoryRecord, Scope
 from ...retrieval.text import segment
-from .bulk import BULK_DOCS, Chunk, Incomplete, changed, chunks, send, tombstones
+from .bulk import Chunk, changed, chunks, send
+from .erasing import OpenSearchErasures
 from .filtering import add_tokens, clauses, tokens_of
 from .purge import purge
 from .reads import OpenSearchReads
@@ -42,7 +47,6 @@ from .schema import (
     AUTH_HINT,
     BLOCKED_HINT,
     BUSY,
-    ERASE_ROUNDS,
     ERASED,
     EXPIRES_AT,
     EXPIRY,
@@ -52,7 +56,9 @@ from .schema import (
     LEDGER_MAPPINGS,
     LEDGER_PAGE,
     LEDGER_SUFFIX,
+    MARKED,
     PREFIX_META,
+    SAVED,
     TLS_HINT,
     TOKENS,
     TOKENS_META,
@@ -65,10 +71,11 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-class OpenSearchBackend(OpenSearchReads, Engine):
+class OpenSearchBackend(OpenSearchReads, OpenSearchErasures, Engine):
     name: ClassVar[str] = "opensearch"
     unreachable: ClassVar[str] = "Start it, or set LONGTERM_OPENSEARCH_URL / backend_config['url']."
     purges = True
+    marks_erasures = True  # an erase is a page of tombstones at a time: its mark first (``erasing``)
 
     def __init__(self, config: OpenSearchConfig | None = None, **options: Any) -> None:
         """``OpenSearchBackend(url=..., index=...)``: the keys of ``OpenSearchConfig``, or one."""
@@ -125,16 +132,17 @@ class OpenSearchBackend(OpenSearchReads, Engine):
     def _open(self) -> None:
         names = {INDEX_META: self.cfg.index, PREFIX_META: self.cfg.prefix}
         have: dict[str, Any] = {TOKENS_META: "1"}
-        if not self._create(self.index, *data_index(self.embedder, names)):
-            # Made by an earlier release: name it now, map the tombstones' field and ``expires_at`` (before
-            # any write carries one); a current index is read once and left as it is.
+        existed = not self._create(self.index, *data_index(self.embedder, names))
+        if existed:
+            # Made by an earlier release: name it now, map the tombstones' field, ``expires_at`` and the marks'
+            # fields (before any write carries one); a current index is read once and left as it is.
             mapping = self._mapping()
             have = dict(mapping.get("_meta", {}))
             props = mapping.get("properties", {})
             body: dict[str, Any] = {}
             if INDEX_META not in have:
                 body["_meta"] = {**have, **names}
-            missing = {k: v for k, v in {**ERASED, **EXPIRY}.items() if k not in props}
+            missing = {k: v for k, v in {**ERASED, **EXPIRY, **MARKED}.items() if k not in props}
             if missing:
                 body["properties"] = missing
             if body:
@@ -142,6 +150,8 @@ class OpenSearchBackend(OpenSearchReads, Engine):
         self._create(self.ledger, {}, LEDGER_MAPPINGS)
         # Another worker may have created them a moment ago: a search before their shards start is a 503.
         self._wait_for_shards(f"{self.index},{self.ledger}")
+        if existed:
+            self._clock_ahead()
         if TOKENS_META not in have:
             add_tokens(self.client, self.index, lambda body: self._hits(self.index, body))
             self._meta_set(TOKENS_META, "1")  # records of an earlier release got their filter tokens, once
@@ -197,6 +207,8 @@ class OpenSearchBackend(OpenSearchReads, Engine):
 
     @override
     def _write(self, records: Records, vectors: Vectors, op: str = "index") -> None:
+        """Each record's document, stamped with the store's clock (``erasing``);
+        ``op="index"``: only those the index does not hold exactly so."""
         rows = []
         for i, r in enumerate(records):
             data = r.model_dump(mode="json", exclude={"content"} if r.text_only_content() else None)
@@ -208,7 +220,10 @@ class OpenSearchBackend(OpenSearchReads, Engine):
             if vectors is not None:
                 doc["embedding"] = vectors[i].astype("float32").tolist()
             rows.append((r.id, doc, f"event {r.event_id!r} of session {r.session_id!r}"))
-        self._bulk(self.index, changed(self.client, self.index, rows) if op == "index" else rows, op)
+        rows = changed(self.client, self.index, rows) if op == "index" else rows
+        if rows:
+            now = self._clock()
+            self._bulk(self.index, [(i, {**doc, SAVED: now}, label) for i, doc, label in rows], op)
 
     @override
     def _ledger_mark(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
@@ -228,9 +243,10 @@ class OpenSearchBackend(OpenSearchReads, Engine):
     # -- reads -----------------------------------------------------------------------------------
 
     @staticmethod
-    def _scope(scope: Scope, *more: dict[str, Any]) -> dict[str, Any]:
+    def _scope(scope: Scope, *more: dict[str, Any], hide: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+        """The scope's records passing ``more``, less what ``hide`` matches (erasure marks: ``erasing.hidden``)."""
         terms = [{"term": {"app_name": scope.app_name}}, {"term": {"user_id": scope.user_id}}, *more]
-        return {"bool": {"filter": terms}}
+        return {"bool": {"filter": terms, "must_not": list(hide)}} if hide else {"bool": {"filter": terms}}
 
     def _hits(self, index: str, body: dict[str, Any]) -> list[dict[str, Any]]:
         """A search's hits. A 503 "all shards failed" while the index's shards are still starting
@@ -251,47 +267,55 @@ class OpenSearchBackend(OpenSearchReads, Engine):
             self._wait_for_shards(index, wait_for_no_initializing_shards=True)
             return search()
 
-    def _scored(self, body: dict[str, Any]) -> list[tuple[MemoryRecord, float]]:
-        hits = self._hits(self.index, {**body, "_source": ["doc"]})
+    def _scored(self, scope: Scope, body: Callable[[list[dict[str, Any]]], dict[str, Any]]) -> Scored:
+        """The records and scores of the search ``body(hide)`` (``_searches``: through the scope's marks)."""
+        hits = self._searches(scope, lambda hide: [{**body(hide), "_source": ["doc"]}])[0]["hits"]["hits"]
         return [(MemoryRecord.model_validate(h["_source"]["doc"]), h["_score"]) for h in hits]
 
     @override
-    def _fulltext(
-        self, scope: Scope, query: Query, k: int, where: Where | None = None
-    ) -> list[tuple[MemoryRecord, float]]:
+    def _fulltext(self, scope: Scope, query: Query, k: int, where: Where | None = None) -> Scored:
         match = {"match": {"terms": {"query": " ".join(query.terms), "operator": "or"}}}
-        narrowed = self._scope(scope, *clauses(where))["bool"]
-        return self._scored({"size": k, "query": {"bool": {**narrowed, "must": [match]}}})
+
+        def body(hide: list[dict[str, Any]]) -> dict[str, Any]:
+            narrowed = self._scope(scope, *clauses(where), hide=hide)["bool"]
+            return {"size": k, "query": {"bool": {**narrowed, "must": [match]}}}
+
+        return self._scored(scope, body)
 
     @override
-    def _nearest(
-        self, scope: Scope, vector: np.ndarray, k: int, where: Where | None = None
-    ) -> list[tuple[MemoryRecord, float]]:
-        # The filter inside the k-NN clause: Lucene's HNSW search keeps only what passes, then cuts at k.
-        knn = {"vector": vector.astype("float32").tolist(), "k": k, "filter": self._scope(scope, *clauses(where))}
-        # Lucene's cosinesimil scores (1 + cos) / 2; the core takes cosine, as every engine gives it.
-        return [(r, 2.0 * s - 1.0) for r, s in self._scored({"size": k, "query": {"knn": {"embedding": knn}}})]
+    def _nearest(self, scope: Scope, vector: np.ndarray, k: int, where: Where | None = None) -> Scored:
+        vec = vector.astype("float32").tolist()
 
-    def _count_of(self, query: dict[str, Any]) -> int:
-        resp = self.client.count(index=self.index, body={"query": query})
-        if resp["_shards"].get("failed"):
-            raise Incomplete(f"{resp['_shards']['failed']} of {resp['_shards']['total']} shards did not answer")
-        return int(resp["count"])
+        def body(hide: list[dict[str, Any]]) -> dict[str, Any]:
+            # The filter inside the k-NN clause: Lucene's HNSW search keeps only what passes, then cuts at k.
+            knn = {"vector": vec, "k": k, "filter": self._scope(scope, *clauses(where), hide=hide)}
+            return {"size": k, "query": {"knn": {"embedding": knn}}}
+
+        # Lucene's cosinesimil scores (1 + cos) / 2; the core takes cosine, as every engine gives it.
+        return [(r, 2.0 * s - 1.0) for r, s in self._scored(scope, body)]
 
     @override
     def _count(self, scope: Scope, where: Where | None = None) -> int:
-        return self._count_of(self._scope(scope, *clauses(where)))
+        def body(hide: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return [{"size": 0, "track_total_hits": True, "query": self._scope(scope, *clauses(where), hide=hide)}]
+
+        return int(self._searches(scope, body)[0]["hits"]["total"]["value"])
 
     @override
     def _page(self, scope: Scope, cursor: Any, size: int, where: Where | None = None) -> Page:
-        return self._sorted(self._scope(scope, *clauses(where)), cursor, size)
+        return self._sorted(scope, clauses(where), cursor, size)
 
-    def _sorted(self, query: dict[str, Any], cursor: Any, size: int) -> Page:
-        """A page of ``query``'s records by (time, id) after ``cursor`` (None: the start), and the next."""
-        body = {"size": size, "query": query, "sort": [{"timestamp": "asc"}, {"record_id": "asc"}]}
-        if cursor is not None:
-            body["search_after"] = cursor
-        hits = self._hits(self.index, {**body, "_source": ["doc"]})
+    def _sorted(self, scope: Scope, more: Sequence[dict[str, Any]], cursor: Any, size: int) -> Page:
+        """A page of the scope's records passing ``more`` by (time, id) after ``cursor`` (None: the
+        start), and the next."""
+        order = [{"timestamp": "asc"}, {"record_id": "asc"}]
+        after = {} if cursor is None else {"search_after": cursor}
+
+        def body(hide: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            query = self._scope(scope, *more, hide=hide)
+            return [{"size": size, "query": query, "sort": order, **after, "_source": ["doc"]}]
+
+        hits = self._searches(scope, body)[0]["hits"]["hits"]
         records = [MemoryRecord.model_validate(h["_source"]["doc"]) for h in hits]
         return records, (hits[-1]["sort"] if len(hits) == size else None)
 
@@ -319,38 +343,6 @@ class OpenSearchBackend(OpenSearchReads, Engine):
             if len(agg["buckets"]) < LEDGER_PAGE or "after_key" not in agg:
                 return sessions
             terms["composite"]["after"] = agg["after_key"]
-
-    # -- erase -------------------------------------------------------------------------------------
-
-    @override
-    def _remove(self, scope: Scope, ids: Sequence[str] | None, session_id: str | None) -> int:
-        """Tombstone the records matching the erase, a page at a time, each only if unchanged since
-        read (``if_seq_no``): what changed (a concurrent write) is read again next round. Returns the
-        distinct records erased, however many rounds it took."""
-        if ids is not None:
-            query = self._scope(scope, {"terms": {"record_id": list(ids)}})
-        elif session_id is not None:
-            query = self._scope(scope, {"term": {"session_id": session_id}})
-        else:
-            query = self._scope(scope)
-        gone: set[str] = set()
-        idle, problem = 0, ""
-        body = {"size": BULK_DOCS, "query": query, "_source": False, "seq_no_primary_term": True}
-        self.client.indices.refresh(index=self.index)  # every record a save confirmed is seen, refreshed or not
-        while idle < ERASE_ROUNDS:
-            hits = self._hits(self.index, {**body, "sort": [{"record_id": "asc"}]})
-            if not hits:
-                return len(gone)
-            statuses = self._send(tombstones(self.index, hits), tolerate=(409, 429))
-            done = {h["_id"] for h, status in zip(hits, statuses, strict=True) if status < 300}
-            idle = 0 if done - gone else idle + 1
-            gone |= done
-            if len(done) < len(hits):
-                problem = f"{len(hits) - len(done)} records changed while erasing, or the cluster was busy"
-        raise Incomplete(
-            f"erasing did not finish in {ERASE_ROUNDS} rounds without progress ({problem}); {len(gone)} memories "
-            "went, others are still stored. Erase again"
-        )
 
     # -- listing, purging -------------------------------------------------------------------------
 

@@ -3,23 +3,25 @@
 The seam: ``OpenSearchReads``, a base of ``OpenSearchBackend``, implements ``core.windows``'
 ``_time_windows`` (every ask of a search in one ``_msearch``: a session's records on one side of a
 time, nearest first, at most a few), ``_session_rows`` (a session whole, for the rare window that
-cannot be exact), ``_scopes`` and ``_indices``. Why by time: reading each hit's whole session cost
-what the session holds; a window costs what the question asks for.
+cannot be exact), ``_scopes`` and ``_indices``; each asked through the erasure marks (``erasing``:
+a neighbour an erase under way covers is never returned; a scope it empties is not listed). Why
+by time: reading each hit's whole session cost what the session holds; a window costs what the
+question asks for.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from typing_extensions import override
 
+from ...core.erasures import Erasure
 from ...core.neighbours import Sessions, scan_sessions
 from ...core.selection import Page
 from ...core.windows import Ask, TimeWindows
 from ...records import MemoryRecord, Scope
-from .bulk import Incomplete
 from .schema import INDEX_META, LEDGER_SUFFIX, PREFIX_META
 
 
@@ -32,25 +34,33 @@ class OpenSearchReads(TimeWindows):
         cfg: Any
 
         @staticmethod
-        def _scope(scope: Scope, *more: dict[str, Any]) -> dict[str, Any]: ...
+        def _scope(scope: Scope, *more: dict[str, Any], hide: Sequence[dict[str, Any]] = ()) -> dict[str, Any]: ...
 
-        def _sorted(self, query: dict[str, Any], cursor: Any, size: int) -> Page: ...
+        def _sorted(self, scope: Scope, more: Sequence[dict[str, Any]], cursor: Any, size: int) -> Page: ...
+
+        def _searches(
+            self, scope: Scope, bodies: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+        ) -> list[dict[str, Any]]: ...
+
+        def _erasures_pending(self) -> list[Erasure]: ...
+
+        def _count(self, scope: Scope, where: Any = None) -> int: ...
 
     @override
     def _time_windows(self, scope: Scope, asks: Sequence[Ask]) -> list[list[MemoryRecord]]:
         """One ``_msearch``: per ask, the session's records on its side of its time, nearest first."""
-        lines: list[dict[str, Any]] = []
-        for a in asks:
-            span = {"range": {"timestamp": {"lte" if a.before else "gte": a.at}}}
-            query = self._scope(scope, {"term": {"session_id": a.session_id}}, span)
-            order = "desc" if a.before else "asc"
-            body = {"size": a.limit, "query": query, "sort": [{"timestamp": order}], "_source": ["doc"]}
-            lines += [{"index": self.index}, {**body, "track_total_hits": False}]
-        reply = self.client.msearch(body=lines)
+
+        def bodies(hide: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            out = []
+            for a in asks:
+                span = {"range": {"timestamp": {"lte" if a.before else "gte": a.at}}}
+                query = self._scope(scope, {"term": {"session_id": a.session_id}}, span, hide=hide)
+                order = "desc" if a.before else "asc"
+                out.append({"size": a.limit, "query": query, "sort": [{"timestamp": order}], "_source": ["doc"]})
+            return out
+
         out = []
-        for a, answer in zip(asks, reply["responses"], strict=True):
-            if "error" in answer or answer.get("_shards", {}).get("failed"):  # never a partial answer
-                raise Incomplete(f"reading a hit's neighbours failed: {answer.get('error', answer.get('_shards'))}")
+        for a, answer in zip(asks, self._searches(scope, bodies), strict=True):
             records = [MemoryRecord.model_validate(h["_source"]["doc"]) for h in answer["hits"]["hits"]]
             out.append([r for r in records if r.session_id == a.session_id])
         return out
@@ -59,9 +69,20 @@ class OpenSearchReads(TimeWindows):
     def _session_rows(self, scope: Scope, session_ids: Sequence[str]) -> Sessions:
         """One search of the scope's records of ``session_ids`` (a ``terms`` filter), paged when larger."""
         only = {"terms": {"session_id": list(session_ids)}}
-        return scan_sessions(lambda s, at, n: self._sorted(self._scope(s, only), at, n), scope, session_ids)
+        return scan_sessions(lambda s, at, n: self._sorted(s, [only], at, n), scope, session_ids)
 
     def _scopes(self) -> list[tuple[str, str, int]]:
+        """(app, user, count) by a composite aggregation; a scope with erasure marks counted through them."""
+        marked = {(m.app_name, m.user_id) for m in self._erasures_pending()}
+        found = []
+        for app, user, n in self._aggregated():
+            if (app, user) in marked:
+                n = self._count(Scope(app_name=app, user_id=user))
+            if n:
+                found.append((app, user, n))
+        return found
+
+    def _aggregated(self) -> list[tuple[str, str, int]]:
         sources = [{"a": {"terms": {"field": "app_name"}}}, {"u": {"terms": {"field": "user_id"}}}]
         composite: dict[str, Any] = {"size": 1000, "sources": sources}
         found: list[tuple[str, str, int]] = []

@@ -4,7 +4,9 @@ The seam: ``index_name(prefix, index)`` is a store's data index (its ledger is t
 ``LEDGER_SUFFIX``); ``data_index(embedder, names)`` the settings and mappings a new data index
 is created with (the scope fields ``keyword``, our terms analysed by ``ANALYSIS``, the filter
 tokens a ``keyword`` (``TOKENS``), ``timestamp`` and ``expires_at`` (``EXPIRY``) ``double``s, the
-record kept whole in ``doc``, a ``knn_vector`` with an embedder); ``LEDGER_MAPPINGS`` the ledger's.
+record kept whole in ``doc``, a ``knn_vector`` with an embedder, and ``MARKED``: each record's place
+on the store's clock and the fields of the erasure marks kept beside the records, ``erasing``'s);
+``LEDGER_MAPPINGS`` the ledger's.
 The engine (``engine.py``) only uses them.
 """
 
@@ -60,6 +62,20 @@ ERASED = {"erased": {"type": "boolean"}}
 #: too, before any write: a ``double`` as ``timestamp`` is (a dynamic ``float`` would round it to minutes).
 EXPIRES_AT = "expires_at"
 EXPIRY = {EXPIRES_AT: {"type": "double"}}
+#: The erasure marks' fields (``erasing``), mapped in a data index of an earlier release too: ``SAVED``
+#: is each record's place on the store's clock when it was written (the ``_version`` of the document
+#: ``CLOCK_ID``); a mark is a document of the data index holding its scope's tag (``MARK_SCOPE``), its
+#: ``Erasure.spec`` (kept, never searched) and the clock at its start (``MARK_AT``). No record query
+#: matches a mark or the clock: neither has a record's ``app_name``, ``user_id`` or ``record_id``.
+SAVED, MARK_SCOPE, MARK_SPEC, MARK_AT = "saved", "erasing", "erasure", "before"
+MARKED = {
+    SAVED: {"type": "long"},
+    MARK_SCOPE: KEYWORD,
+    MARK_SPEC: {"type": "keyword", "index": False, "doc_values": False},
+    MARK_AT: {"type": "long"},
+}
+#: The document whose ``_version`` is the store's clock (a record id is a hex digest: never this).
+CLOCK_ID = "~clock"
 LEDGER_MAPPINGS = {
     "dynamic": "strict",
     "properties": dict.fromkeys(("app_name", "user_id", "session_id", "event_id"), KEYWORD),
@@ -76,6 +92,7 @@ def data_index(embedder: Embedder | None, names: dict[str, str]) -> tuple[dict[s
         TOKENS: KEYWORD,
         "doc": {"type": "object", "enabled": False},
         **ERASED,
+        **MARKED,
     }
     settings: dict[str, Any] = {"analysis": ANALYSIS}
     if embedder is not None:
