@@ -17,10 +17,12 @@ naming them (pass ``--index``); none is the index the API would use for that app
 (``LongTermMemory(app_name=app)`` saves into index ``app``), so what the CLI or the MCP server
 writes first lands where the application's own reads look.
 
-Before it looks, a locate without ``--index`` lets a memory not told an index list the store
-(``join_store``): that memory's first listing joins, once per store, a user an earlier release
-left in two indices (``memory.joining``), so a store of an earlier release answers the CLI and
-the MCP server from one index instead of stopping at "several indices".
+A locate without ``--index`` that finds a user in several indices first lets a memory not told
+an index list the store (``join_store``): that memory's first listing joins, once per store, a
+user an earlier release left in two indices (``memory.joining``), so a store of an earlier
+release answers the CLI and the MCP server from one index instead of stopping at "several
+indices". Only then: a memory not told an index opens its own index (``default_app``), which an
+embedded engine would create for a command that only reads.
 
 Why: ``LongTermMemory(app_name="travel")`` saves into index ``travel``, ``LongTermMemory()``
 into ``default_app``; a command that looked in one fixed index missed the other's memories.
@@ -139,8 +141,10 @@ async def locate_indices(
     pairs = list(dict.fromkeys(pairs))
     if index or not pairs:
         return {pair: index or pair[0] for pair in pairs}
-    await join_store(memory_factory)
     found = await holders(memory_factory, pairs, probe=pairs[0][0])
+    if any(len(names) > 1 for names in found.values()):  # a store an earlier release split: joined once
+        await join_store(memory_factory)
+        found = await holders(memory_factory, pairs, probe=pairs[0][0])
     located: dict[Pair, str] = {}
     for (app, user), names in found.items():
         located[(app, user)] = choose(app, user, names) or app

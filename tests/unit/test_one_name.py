@@ -200,3 +200,18 @@ def test_the_cli_joins_a_store_an_earlier_release_split_instead_of_stopping(tmp_
     assert code == 0, out
     assert "passport" in out and "visa" in out
     assert stats_rows("--config", config) == {("travel", "travel", "alice"): 2}
+
+
+def test_a_search_on_an_embedded_store_makes_no_index_it_does_not_read(tmp_path: Path, _home: Path) -> None:
+    """``longterm search`` without ``--index`` on an embedded Qdrant store reads the user's index
+    only: it used to open a memory not told an index to join the store, whose own index
+    (``default_app``) the edge engine then created on disk."""
+    store = tmp_path / "store"
+    with LongTermMemory(backend="qdrant", backend_config={"path": str(store)}, app_name="travel") as memory:
+        memory.add_sync("my passport expires in August", user_id="alice")
+    config = json.dumps({"path": str(store)})
+    code, out = run(
+        "--backend", "qdrant", "--config", config, "search", "passport", "--app", "travel", "--user", "alice"
+    )
+    assert code == 0 and "passport" in out, out
+    assert sorted(p.name for p in store.iterdir()) == ["travel"]
