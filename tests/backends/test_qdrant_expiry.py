@@ -7,6 +7,7 @@ expires is read as if unfiltered, and a store made before expiry gets its index 
 from __future__ import annotations
 
 import tarfile
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,35 +17,16 @@ from longterm import LongTermMemory
 from longterm.backends.qdrant.tags import EXPIRY, condition
 from longterm.core.where import EXPIRES, Where, living, where_of
 from longterm.records import MemoryRecord
-from longterm.retrieval.embedders import HashingEmbedder
 from longterm.testing import make_record
+from tests.backends.drawn import scanned
+from tests.backends.embedded import alive_ids, backend_of, qdrant_memory
 from tests.backends.expiring import APP, NOW, USER, expiring_records
+
+_memory = partial(qdrant_memory, app=APP)
 
 OLD_STORES = Path(__file__).resolve().parents[1] / "data" / "stores_71d0724"
 #: Each fusion path on the embedded engine, and qdrant-client's local mode (full text, its own RRF).
 PATHS = [("edge", "text"), ("edge", "convex"), ("edge", "rrf"), ("local", "text"), ("local", "rrf")]
-
-
-def _memory(path: Path, engine: str, mode: str = "text") -> LongTermMemory:
-    config: dict[str, Any] = {"path": str(path), "engine": engine}
-    extra: dict[str, Any] = {}
-    if mode != "text":
-        config["fusion"] = mode
-        extra["embedder"] = HashingEmbedder(64)
-    return LongTermMemory(backend="qdrant", backend_config=config, app_name=APP, **extra)
-
-
-async def _backend(memory: LongTermMemory, app: str, user: str) -> Any:
-    """The engine under ``memory`` for (app, user), its primitives reachable."""
-    return (await memory.located(app, user)).backend
-
-
-def _alive(records: list[MemoryRecord], where: Where) -> list[str]:
-    return sorted(r.id for r in records if where.admits(r))
-
-
-async def _scan(backend: Any, scope: Any, where: Where | None) -> list[MemoryRecord]:
-    return [r async for r in backend.scan(scope, where=where)]
 
 
 async def _reads(backend: Any, scope: Any, where: Where) -> dict[str, list[str]]:
@@ -58,7 +40,7 @@ async def _reads(backend: Any, scope: Any, where: Where) -> dict[str, list[str]]
             break
     hits = await backend.search(scope, "harbour memory", 20, where=where)
     return {
-        "scan": sorted(r.id for r in await _scan(backend, scope, where)),
+        "scan": sorted(r.id for r in await scanned(backend, scope, where)),
         "count": ["x"] * await backend.count(scope, where=where),
         "page": sorted(pages),
         "search": sorted(h.record.id for h in hits),
@@ -68,19 +50,19 @@ async def _reads(backend: Any, scope: Any, where: Where) -> dict[str, list[str]]
 @pytest.mark.parametrize(("engine", "mode"), PATHS)
 async def test_a_read_at_a_moment_returns_exactly_the_alive_that_pass(tmp_path: Path, engine: str, mode: str) -> None:
     memory = _memory(tmp_path / "q", engine, mode)
-    backend = await _backend(memory, APP, USER)
+    backend = await backend_of(memory, APP, USER)
     scope = memory.scope(APP, USER)
     records = expiring_records()
     await backend.upsert(records)
     for where in (living(None, NOW), living(where_of({"topic": "travel"}), NOW), living(where_of({"n": 1}), NOW)):
-        want = _alive(records, where)
+        want = alive_ids(records, where)
         got = await _reads(backend, scope, where)
         assert got == {"scan": want, "count": ["x"] * len(want), "page": want, "search": want}, where
-    assert len(_alive(records, living(None, NOW))) == 5
-    assert len(_alive(records, living(where_of({"topic": "travel"}), NOW))) == 2
+    assert len(alive_ids(records, living(None, NOW))) == 5
+    assert len(alive_ids(records, living(where_of({"topic": "travel"}), NOW))) == 2
     # a moment later: what expired meanwhile is gone at once, nothing written
     later = living(None, NOW + 1)
-    assert sorted(r.id for r in await _scan(backend, scope, later)) == _alive(records, later)
+    assert sorted(r.id for r in await scanned(backend, scope, later)) == alive_ids(records, later)
     assert await backend.count(scope, where=later) == 4
     assert await backend.count(scope, where=living(None, NOW + 1_000)) == 2
     assert await backend.count(scope, where=living(None, NOW - 1_000)) == len(records)
@@ -91,7 +73,7 @@ async def test_a_read_at_a_moment_returns_exactly_the_alive_that_pass(tmp_path: 
 @pytest.mark.parametrize("engine", ["edge", "local"])
 async def test_expiry_and_correction_times_come_back_from_every_read(tmp_path: Path, engine: str) -> None:
     memory = _memory(tmp_path / "q", engine, "rrf")
-    backend = await _backend(memory, APP, USER)
+    backend = await backend_of(memory, APP, USER)
     scope = memory.scope(APP, USER)
     records = expiring_records()
     await backend.upsert(records)
@@ -100,16 +82,16 @@ async def test_expiry_and_correction_times_come_back_from_every_read(tmp_path: P
     def times(found: list[MemoryRecord]) -> dict[str, tuple[float | None, float | None]]:
         return {r.id: (r.expires_at, r.updated_at) for r in found}
 
-    assert times(await _scan(backend, scope, None)) == written
+    assert times(await scanned(backend, scope, None)) == written
     page, _ = await backend.page_by_time(scope, None, 100)
     assert times(page) == written
     hits = await backend.search(scope, "harbour memory", 20)
     assert times([h.record for h in hits]) == written
-    assert {r.id: r for r in await _scan(backend, scope, None)} == {r.id: r for r in records}  # the whole record
+    assert {r.id: r for r in await scanned(backend, scope, None)} == {r.id: r for r in records}  # the whole record
     await memory.close()
     again = _memory(tmp_path / "q", engine, "rrf")  # and from the files, reopened
-    backend = await _backend(again, APP, USER)
-    assert times(await _scan(backend, again.scope(APP, USER), None)) == written
+    backend = await backend_of(again, APP, USER)
+    assert times(await scanned(backend, again.scope(APP, USER), None)) == written
     await again.close()
 
 
@@ -124,7 +106,7 @@ def _payloads(backend: Any) -> dict[str, dict[str, Any]]:
 @pytest.mark.parametrize("engine", ["edge", "local"])
 async def test_an_overwrite_sets_or_drops_the_expiry_with_the_record(tmp_path: Path, engine: str) -> None:
     memory = _memory(tmp_path / "q", engine)
-    backend = await _backend(memory, APP, USER)
+    backend = await backend_of(memory, APP, USER)
     scope, now = memory.scope(APP, USER), living(None, NOW)
     first = make_record("the harbour at dawn", app=APP, user=USER, expires_at=NOW - 5)
     await backend.upsert([first])
@@ -135,7 +117,7 @@ async def test_an_overwrite_sets_or_drops_the_expiry_with_the_record(tmp_path: P
     await backend.upsert([kept])
     (payload,) = _payloads(backend).values()
     assert EXPIRY not in payload and EXPIRES not in payload["ftags"]  # as a record never expiring is stored
-    assert [r.text for r in await _scan(backend, scope, now)] == ["the harbour at noon"]
+    assert [r.text for r in await scanned(backend, scope, now)] == ["the harbour at noon"]
     hits = await backend.search(scope, "dawn", 5, where=now)
     assert hits == []  # the old words are no longer the record's
     assert [h.record.updated_at for h in await backend.search(scope, "noon", 5, where=now)] == [NOW]
@@ -150,7 +132,7 @@ async def test_a_store_that_never_held_an_expiring_record_is_read_as_if_unfilter
     """Until a record that expires is written, a read at a moment sends the scope's filter alone;
     after, the alive condition; the store keeps knowing it once reopened."""
     memory = _memory(tmp_path / "q", engine)
-    backend = await _backend(memory, APP, USER)
+    backend = await backend_of(memory, APP, USER)
     scope, now = memory.scope(APP, USER), living(None, NOW)
     plain = make_record("the harbour", app=APP, user=USER, event="plain")
     await backend.upsert([plain])
@@ -165,12 +147,12 @@ async def test_a_store_that_never_held_an_expiring_record_is_read_as_if_unfilter
     await backend.upsert([make_record("gone", app=APP, user=USER, event="gone", expires_at=NOW - 1)])
     assert backend._may_expire()
     assert sent(now) != sent(None)
-    assert [r.id for r in await _scan(backend, scope, now)] == [plain.id]
+    assert [r.id for r in await scanned(backend, scope, now)] == [plain.id]
     await memory.close()
     again = _memory(tmp_path / "q", engine)
-    backend = await _backend(again, APP, USER)
+    backend = await backend_of(again, APP, USER)
     assert backend._may_expire()
-    assert [r.id for r in await _scan(backend, again.scope(APP, USER), now)] == [plain.id]
+    assert [r.id for r in await scanned(backend, again.scope(APP, USER), now)] == [plain.id]
     await again.close()
 
 
@@ -194,7 +176,7 @@ async def test_the_previous_releases_edge_store_gets_the_expiry_index_and_its_re
         tar.extractall(tmp_path, filter="data")
     config = {"path": str(tmp_path / "qdrant"), "engine": "edge"}
     memory = LongTermMemory(backend="qdrant", backend_config=config, app_name="travel")
-    backend = await _backend(memory, "travel", "alice")
+    backend = await backend_of(memory, "travel", "alice")
     scope = memory.scope("travel", "alice")
     assert EXPIRY in backend._shard.info().payload_schema
     everything = await backend.count(scope)
@@ -204,16 +186,16 @@ async def test_the_previous_releases_edge_store_gets_the_expiry_index_and_its_re
     assert [h.record.text for h in hits] == ["My passport expires in August 2027"]
     await memory.close()
     again = LongTermMemory(backend="qdrant", backend_config=config, app_name="travel")  # a second open: as it is
-    backend = await _backend(again, "travel", "alice")
+    backend = await backend_of(again, "travel", "alice")
     assert EXPIRY in backend._shard.info().payload_schema
     assert await backend.count(scope, where=living(None, NOW)) == everything
     await again.close()
 
 
-async def test_a_local_mode_store_made_before_expiry_reads_its_records_as_alive(tmp_path: Path) -> None:
+async def test_a_local_mode_store_made_before_expiry_reads_its_records_asalive_ids(tmp_path: Path) -> None:
     """qdrant-client's local mode (no indexes): points without the expiry key pass every read at a moment."""
     memory = _memory(tmp_path / "q", "local")
-    backend = await _backend(memory, APP, USER)
+    backend = await backend_of(memory, APP, USER)
     scope = memory.scope(APP, USER)
     records = [make_record(f"the harbour {i}", app=APP, user=USER, event=f"e{i}") for i in range(5)]
     await backend.upsert(records)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import tarfile
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,27 +20,16 @@ from longterm.backends.qdrant.tags import MARKER, TAGS
 from longterm.core.filters import matches
 from longterm.core.where import where_of
 from longterm.records import MemoryRecord
-from longterm.retrieval.embedders import HashingEmbedder
 from longterm.testing import make_record
 from longterm.testing.contract.filters import APP, USER, corpus
 from longterm.testing.filter_strategies import filters
-from tests.backends.drawn import agrees_with_reference
+from tests.backends.drawn import agrees_with_reference, scanned
+from tests.backends.embedded import qdrant_memory
+
+_memory = partial(qdrant_memory, app=APP)
 
 ENGINES = ["edge", "local"]
 OLD_STORES = Path(__file__).resolve().parents[1] / "data" / "stores_71d0724"
-
-
-def _memory(path: Path, engine: str, mode: str = "text") -> LongTermMemory:
-    config: dict[str, Any] = {"path": str(path), "engine": engine}
-    extra: dict[str, Any] = {}
-    if mode != "text":
-        config["fusion"] = mode
-        extra["embedder"] = HashingEmbedder(64)
-    return LongTermMemory(backend="qdrant", backend_config=config, app_name=APP, **extra)
-
-
-async def _scan(engine: Any, scope: Any, where: Any) -> list[MemoryRecord]:
-    return [r async for r in engine.scan(scope, where=where)]
 
 
 #: Each fusion path on the embedded engine; in qdrant-client's local mode (slow at 2,000 points) its
@@ -149,7 +139,7 @@ async def test_a_store_written_without_tokens_gets_them_once_at_open(tmp_path: P
     for spec in ({"topic": "travel"}, {"project.n": {"$exists": True}}, {"timestamp": {"$gte": 102}}):
         where = where_of(spec)
         want = sorted(r.id for r in records if matches(where.filter, r))
-        assert sorted(r.id for r in await _scan(backend, scope, where)) == want, spec
+        assert sorted(r.id for r in await scanned(backend, scope, where)) == want, spec
         assert await backend.count(scope, where=where) == len(want), spec
     await again.close()
 
@@ -167,7 +157,7 @@ async def test_the_previous_releases_edge_store_is_upgraded_and_filters(tmp_path
     records = {p[RECORD]: p for p, _ in _points(backend).values()}
     assert all(TAGS in p and "timestamp" in p for p in records.values())
     later = {"timestamp": {"$gt": 1_700_000_001}}
-    assert [r.text for r in await _scan(backend, scope, where_of(later))] == ["我住在杭州西湖边"]
+    assert [r.text for r in await scanned(backend, scope, where_of(later))] == ["我住在杭州西湖边"]
     assert await backend.count(scope, where=where_of({"role": "user", "session_id": "s1"})) == 2
     hits = await backend.search(scope, "passport", 5, where=where_of({"author": "user"}))
     assert [h.record.text for h in hits] == ["My passport expires in August 2027"]
