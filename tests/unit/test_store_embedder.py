@@ -47,6 +47,13 @@ async def arms(memory: LongTermMemory, query: str) -> dict[str, dict[str, float]
     return {m.content.parts[0].text: m.custom_metadata["arms"] for m in res.memories}
 
 
+async def made_with(path: Path, embedder: object) -> None:
+    """A store made with ``embedder``, holding one memory, closed."""
+    made = open_local(path, embedder)
+    await save(made, "s1", "I bought a red bicycle")
+    await made.close()
+
+
 def vector_sizes(path: Path) -> dict[str, int | None]:
     """Each record's text and the size in bytes of its vector (None: it has none)."""
     with sqlite3.connect(path) as conn:
@@ -63,9 +70,7 @@ def waiting(path: Path) -> int:
 
 async def test_a_memory_without_an_embedder_saves_with_the_stores_built_in_one(tmp_path: Path):
     path = tmp_path / "m.db"
-    made = open_local(path, HASHING)
-    await save(made, "s1", "I bought a red bicycle")
-    await made.close()
+    await made_with(path, HASHING)
 
     plain = open_local(path)  # as `LongTermMemory()` in another script, or `longterm import`
     await save(plain, "s2", "my puppy chews shoes")
@@ -80,9 +85,7 @@ async def test_a_memory_without_an_embedder_saves_with_the_stores_built_in_one(t
 
 async def test_a_built_in_embedder_is_never_loaded_to_open_or_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     path = tmp_path / "m.db"
-    made = open_local(path, HASHING)
-    await save(made, "s1", "I bought a red bicycle")
-    await made.close()
+    await made_with(path, HASHING)
     loads: list[str] = []
     real = embedders.registry.builtin_embedder
 
@@ -103,9 +106,7 @@ async def test_a_built_in_embedder_is_never_loaded_to_open_or_read(tmp_path: Pat
 
 async def test_without_a_built_in_embedder_the_vectors_wait_for_the_stores_own(tmp_path: Path):
     path = tmp_path / "m.db"
-    made = open_local(path, Custom())
-    await save(made, "s1", "I bought a red bicycle")
-    await made.close()
+    await made_with(path, Custom())
 
     plain = open_local(path)
     await save(plain, "s2", "my puppy chews shoes")
@@ -122,9 +123,7 @@ async def test_without_a_built_in_embedder_the_vectors_wait_for_the_stores_own(t
 
 async def test_the_store_opened_with_its_embedder_drains_what_waits_in_the_background(tmp_path: Path):
     path = tmp_path / "m.db"
-    made = open_local(path, Custom())
-    await save(made, "s1", "I bought a red bicycle")
-    await made.close()
+    await made_with(path, Custom())
     plain = open_local(path)
     await save(plain, "s2", "my puppy chews shoes")
     await plain.close()
@@ -141,9 +140,7 @@ async def test_the_store_opened_with_its_embedder_drains_what_waits_in_the_backg
 
 async def test_a_vector_of_another_dimension_is_refused_before_anything_is_written(tmp_path: Path):
     path = tmp_path / "m.db"
-    made = open_local(path, Custom(32))
-    await save(made, "s1", "I bought a red bicycle")
-    await made.close()
+    await made_with(path, Custom(32))
 
     changed = open_local(path, Custom(48))  # same id, another dimension
     with pytest.raises(ConfigurationError, match=r"32-dimensional vectors of embedder 'custom-e'.*48-dimensional"):
