@@ -84,6 +84,12 @@ class Scope(BaseModel):
     def _user(cls, v: Any) -> str:
         return name_id("user_id", v)
 
+    @classmethod
+    def stored(cls, app_name: str, user_id: str) -> Scope:
+        """The scope of ids exactly as a store holds them, not put in NFC: a store of an earlier
+        release may hold ids in another form, reached (moved, erased, written) only so."""
+        return cls.model_construct(app_name=app_name, user_id=user_id)
+
 
 def record_id(app_name: str, user_id: str, session_id: str, event_id: str) -> str:
     """The deterministic id of the memory made from one event (see module docstring)."""

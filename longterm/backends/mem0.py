@@ -349,7 +349,7 @@ class Mem0Backend(Mem0Erasures, Mem0Expiry, Engine):
     def _write_now(self, records: Sequence[MemoryRecord]) -> None:
         by_scope: dict[Scope, dict[str, MemoryRecord]] = {}
         for r in records:  # keyed by the ids the record holds (a record of an older store: not NFC)
-            by_scope.setdefault(Scope.model_construct(app_name=r.app_name, user_id=r.user_id), {})[r.id] = r
+            by_scope.setdefault(Scope.stored(r.app_name, r.user_id), {})[r.id] = r
         todo: list[tuple[Scope, MemoryRecord, dict[str, Any], dict[str, Any] | None]] = []
         for scope, recs in by_scope.items():
             found = {r.id: i for i, r in self._items(scope, record_id={"in": list(recs)})}

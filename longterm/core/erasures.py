@@ -81,7 +81,7 @@ class Erasure:
     @property
     def scope(self) -> Scope:
         """The scope as marked: a scope of an older store, not in NFC, is not its NFC twin."""
-        return Scope.model_construct(app_name=self.app_name, user_id=self.user_id)
+        return Scope.stored(self.app_name, self.user_id)
 
     def stamped(self, before: float) -> Erasure:
         return replace(self, before=before)

@@ -34,7 +34,7 @@ from ..core.errors import guard
 from ..core.ledger import store_ledger
 from ..errors import BackendError, ConfigurationError
 from ..records import Scope
-from .moving import as_stored, move, nfc
+from .moving import move, nfc
 from .reading import Reader
 
 if TYPE_CHECKING:
@@ -116,10 +116,10 @@ async def _pass(router: Router, names: list[str]) -> None:
     found: dict[tuple[str, str], Places] = {}
     for name in names:
         for app, user, _ in await _users(router.opened(name)):
-            found.setdefault((nfc(app), nfc(user)), []).append((name, as_stored(app, user)))
+            found.setdefault((nfc(app), nfc(user)), []).append((name, Scope.stored(app, user)))
     joined = rekeyed = records = 0
     for (app, user), places in sorted(found.items()):
-        to = as_stored(app, user)
+        to = Scope.stored(app, user)
         there = home(app, {name for name, _ in places}, router.primary.index)
         target = router.opened(there).parts
         moves = [(router.opened(name).parts, scope) for name, scope in places if (name, scope) != (there, to)]

@@ -63,12 +63,6 @@ def nfc(value: str) -> str:
     return unicodedata.normalize("NFC", value)
 
 
-def as_stored(app_name: str, user_id: str) -> Scope:
-    """The scope of ids exactly as a store holds them (``Scope`` puts them in NFC: an older store's
-    ids in another form are reached only so)."""
-    return Scope.model_construct(app_name=app_name, user_id=user_id)
-
-
 def _ours(sid: str) -> bool:
     """Whether ``sid`` is one of the library's own ledger sessions (a NUL-led id no caller can send)."""
     return sid.startswith("\x00")
@@ -153,8 +147,8 @@ async def move(source: Wiring, scope: Scope, target: Wiring, to: Scope) -> Moved
 
 
 def in_nfc_scope(scope: Scope) -> Scope:
-    """``scope`` with its ids in NFC, as stored (``as_stored``)."""
-    return as_stored(nfc(scope.app_name), nfc(scope.user_id))
+    """``scope`` with its ids in NFC, as stored (``Scope.stored``)."""
+    return Scope.stored(nfc(scope.app_name), nfc(scope.user_id))
 
 
 def _entries(sid: str, handled: set[str], ids: Mapping[str, str], sessions: Mapping[str, str]) -> set[str]:

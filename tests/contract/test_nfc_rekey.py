@@ -28,11 +28,6 @@ TRAVEL = "travel"
 JOSE_S1 = [("s1-e0", "I like figs"), ("s1-e1", "I live in Lyon"), ("s1-e2", "my PIN is 4471")]
 
 
-def as_stored(app: str, user: str) -> Scope:
-    """A scope with ids exactly as given (``Scope`` itself puts them in NFC, as the gate does now)."""
-    return Scope.model_construct(app_name=app, user_id=user)
-
-
 def said(app: str, user: str, session: str, turns: list[tuple[str, str]]) -> list[MemoryRecord]:
     return [
         make_record(text, app=app, user=user, session=session, event=eid, author="user", role="user", timestamp=t)
@@ -43,7 +38,7 @@ def said(app: str, user: str, session: str, turns: list[tuple[str, str]]) -> lis
 def old_save(memory: LongTermMemory, records: list[MemoryRecord], handled: list[str]) -> None:
     """Records and ledger marks as the previous release saved them: ids not normalised."""
     first = records[0]
-    scope = as_stored(first.app_name, first.user_id)
+    scope = Scope.stored(first.app_name, first.user_id)
     memory.portal.call(memory.backend_instance.save(records, scope, first.session_id, handled))
 
 
@@ -52,7 +47,7 @@ def old_store(backend_name: str, backend_config: dict[str, Any]) -> None:
         nfd = said(TRAVEL, NFD_JOSE, "s1", JOSE_S1[:2])  # s1-e2 handled, then erased: in the ledger only
         old_save(old, nfd, [eid for eid, _ in JOSE_S1])
         old_save(old, said(TRAVEL, NFD_JOSE, NFD_SESSION, [("m", "my cat is called Miso")]), ["m"])
-        scope = as_stored(TRAVEL, NFD_JOSE)
+        scope = Scope.stored(TRAVEL, NFD_JOSE)
         old.portal.call(old.backend_instance.mark_saved(scope, SETTLED, [nfd[1].id]))  # Lyon was corrected
         fact = Fact.new(scope, "user", "lives in Lyon", [nfd[1]])
         old.portal.call(old.backend_instance.upsert([fact.to_record()]))
@@ -109,7 +104,7 @@ def test_ids_in_another_form_than_nfc_are_re_keyed_once_and_merge_with_their_twi
         assert memory.add_session_to_memory_sync(again).saved == 0
         assert memory.delete_memory_sync(app_name=TRAVEL, user_id="carol", session_id=SESSION) == 1
 
-        jose = as_stored(TRAVEL, JOSE)
+        jose = Scope.stored(TRAVEL, JOSE)
         lyon = record_id(TRAVEL, JOSE, "s1", "s1-e1")
         ledger = memory.located_sync(TRAVEL, JOSE).ledger
         assert memory.portal.call(ledger.saved(jose, SETTLED)) == {lyon}
