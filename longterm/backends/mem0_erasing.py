@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from typing_extensions import override
 
-from ..core.erasures import Erasure, ErasureMarks
+from ..core.erasures import Erasure, ErasureMarks, covering, hider
 from ..core.ledger import SideLedger
 from ..core.sqlite import schema_missing, write_transaction
 from ..records import MemoryRecord, Scope
@@ -64,8 +63,6 @@ SELECT_SCOPE_MARKS = (
     "SELECT spec, before FROM mem0_erasures WHERE store = ? AND app_name = ? AND user_id = ? ORDER BY before"
 )
 T = TypeVar("T")
-#: A test of a record and its stamp: whether a mark covers it.
-Covers = Callable[[MemoryRecord, "float | None"], bool]
 #: mem0 memories (as its replies give them) with the records they hold.
 Pairs = list[tuple[dict[str, Any], MemoryRecord]]
 
@@ -122,24 +119,6 @@ class Mem0Ledger(SideLedger):
             query, args = SELECT_SCOPE_MARKS, [self.store_id, scope.app_name, scope.user_id]
         rows = self._book(lambda conn: conn.execute(query, args).fetchall())
         return [Erasure.of(spec, float(before)) for spec, before in rows]
-
-
-def covering(erasure: Erasure) -> Covers:
-    """``erasure.covers``, with a filter's ``{"id": {"$in": ids}}`` (an erase of ids) tested as a set."""
-    spec = dict(erasure.filter or {})
-    ids = spec.pop("id", None)
-    if not isinstance(ids, Mapping):
-        return erasure.covers
-    wanted, rest = frozenset(ids["$in"]), replace(erasure, filter=spec or None)
-    return lambda record, saved: record.id in wanted and rest.covers(record, saved)
-
-
-def hider(marks: Sequence[Erasure]) -> Covers:
-    """Whether any of ``marks`` covers a record and its stamp."""
-    tests: dict[tuple[str, str], list[Covers]] = {}
-    for m in marks:
-        tests.setdefault((m.app_name, m.user_id), []).append(covering(m))
-    return lambda record, saved: any(t(record, saved) for t in tests.get((record.app_name, record.user_id), ()))
 
 
 def stamp(payload: Mapping[str, Any]) -> float | None:

@@ -6,8 +6,8 @@ HOW: ``user`` (the default: every memory of USER), ``before`` (``delete_all(befo
 ``sessions`` (``delete_all(filters={"session_id": {"$in": ARG}})``, ARG a JSON list) or
 ``expired`` (``sweep_expired`` by a clock standing at ARG).
 Prints ``batch <records this batch deleted>`` after each of the engine's delete batches (Redis:
-each ``ERASE`` script call; OpenSearch: each bulk request of tombstones, ``BATCH`` records a
-request here; mem0: each memory deleted), waiting 0.3 s after it; ``erased <n>`` at the end.
+each ``ERASE`` script call; OpenSearch: each bulk request of tombstones; ``BATCH`` records each
+here; mem0: each memory deleted), waiting 0.3 s after it; ``erased <n>`` at the end.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from typing import Any
 
 from longterm import LongTermMemory
 
-#: Records an OpenSearch erase tombstones a request here (1,000 in the library): a big erase is many steps.
+#: Records an OpenSearch erase tombstones a request, a Redis ``ERASE`` call deletes, here (1,000 and 500 in
+#: the library): a big erase is many steps, and an erase of more ids than this is marked.
 BATCH = 50
 
 
@@ -32,8 +33,10 @@ def _batch(n: int) -> None:
 def slow_redis() -> None:
     from redis.commands.core import Script
 
+    from longterm.backends.redis import erasing
     from longterm.backends.redis.scripts import ERASE
 
+    erasing.ERASE_BATCH = BATCH
     original = Script.__call__
 
     def call(self: Script, keys: Any = (), args: Any = (), client: Any = None) -> Any:

@@ -61,7 +61,7 @@ from .scripts import (
     session_tag,
 )
 from .tokens import redis_tokens
-from .upgrade import redis_expiry, redis_listed, redis_saved, redis_sessions, redis_v1, sessions_of
+from .upgrade import redis_expiry, redis_ids, redis_listed, redis_saved, redis_sessions, redis_v1, sessions_of
 
 if TYPE_CHECKING:
     pass
@@ -192,6 +192,7 @@ class RedisBackend(RedisReads, RedisErasures, Engine):
         redis_sessions(self._r, self.ns, self.index_name, empty=made and not upgraded)
         redis_saved(self._r, self.ns, self.index_name, empty=made and not upgraded)
         redis_expiry(self._r, self.ns, self.index_name, empty=made and not upgraded)
+        redis_ids(self._r, self.ns, self.index_name, empty=made and not upgraded)
         redis_tokens(self._r, self.ns, self.index_name, empty=made and not upgraded)
         redis_listed(self._r, self.ns, empty=made and not upgraded)
 
@@ -279,16 +280,19 @@ class RedisBackend(RedisReads, RedisErasures, Engine):
 
     def _listed(self, ns: str, first: bool = False) -> list[tuple[str, str, int]]:
         """(app, user, count) of the scopes of namespace ``ns``: its index's scope tags (``FT.TAGVALS``,
-        which may still list emptied ones), each set's size, and one record naming (app, user).
-        ``first``: stop at the first scope with records."""
+        which may still list emptied ones), each set's size (less what an erase under way covers), and
+        one record naming (app, user). ``first``: stop at the first scope with records."""
         tags = [t.decode() for t in self._r.execute_command("FT.TAGVALS", f"{ns}search", "scope")]
         with self._r.pipeline(transaction=False) as pipe:
             for tag in tags:
                 pipe.scard(f"{ns}s:{tag}")
                 pipe.srandmember(f"{ns}s:{tag}")
-            sizes = pipe.execute()
+            pipe.smembers(f"{ns}erasing")
+            *sizes, erasing = pipe.execute()
         out = []
-        for count, key in zip(sizes[::2], sizes[1::2], strict=True):
+        for tag, count, key in zip(tags, sizes[::2], sizes[1::2], strict=True):
+            if count and tag.encode() in erasing:
+                count = self._visible_count(ns, tag)
             doc = self._r.hget(key, "doc") if count else None
             if doc is not None:
                 rec = parse_record(doc)

@@ -1,15 +1,19 @@
-"""The Redis engine's erases: a scope's or a session's in marked steps, and one of ids at once.
+"""The Redis engine's erases: a scope's, a session's or many ids' in marked steps, a few ids at once.
 
-The seam: ``RedisErasures``, a base of ``RedisBackend``, implements ``_remove`` (ids: one
-``ERASE`` call per ``ERASE_BATCH`` keys) and ``core.erasures``' four primitives: ``MARK`` writes
-an erase's mark in its scope's ``ns e:<tag>`` hash at the store's clock (``ns meta``'s ``clock``,
-which every save script moves too, so "saved before the erase" is exact on one server) and lists
-the scope in ``ns erasing``; ``ERASE`` calls, ``ERASE_BATCH`` records each, delete what the mark
-covers (of its session, saved at or before its clock); ``UNMARK`` removes it.
+The seam: ``RedisErasures``, a base of ``RedisBackend``, implements ``_remove`` and
+``core.erasures``' four primitives: ``MARK`` writes an erase's marks in its scope's ``ns e:<tag>``
+hash at the store's clock (``ns meta``'s ``clock``, which every save script moves too, so "saved
+before the erase" is exact on one server) and lists the scope in ``ns erasing``; ``ERASE`` calls,
+``ERASE_BATCH`` records each, delete what a mark covers (of its session or its ids, saved at or
+before its clock); ``UNMARK`` removes it. An erase of at most ``ERASE_BATCH`` ids (one memory, a
+small erase by date) is one ``ERASE`` call, atomic, with no mark; a bigger one (by date, by filter,
+an expiry sweep) is marks of ``MARK_IDS`` ids each, all written by one ``MARK`` before the first
+delete.
 
 Why marked: an erase of 20,000 records is 40 script calls. Killed between two, it left the user
-half erased and searchable; now every read leaves out what the mark covers (``reads``) until the
-next erase or open finishes it (``core.erasures``), and a save made after the mark is kept.
+half erased and searchable; now every read leaves out what the marks cover (``reads``; an id by
+its ``rid`` TAG) until the next erase or open finishes it (``core.erasures``), and a save made
+after the mark is kept.
 """
 
 from __future__ import annotations
@@ -21,7 +25,10 @@ from typing_extensions import override
 
 from ...core.erasures import Erasure, ErasureMarks
 from ...records import Scope
-from .scripts import ERASE_BATCH
+
+if TYPE_CHECKING:
+    from ...core.erasures import MarkedErases
+from .scripts import ERASE_BATCH, MARK_IDS, marked_ids, visible
 
 
 class RedisErasures(ErasureMarks):
@@ -33,6 +40,7 @@ class RedisErasures(ErasureMarks):
         _erase: Any
         _mark: Any
         _unmark: Any
+        erasing: MarkedErases | None
 
         def _tag(self, app_name: str, user_id: str) -> str: ...
 
@@ -47,13 +55,21 @@ class RedisErasures(ErasureMarks):
 
     @override
     def _erasure_begin(self, erasure: Erasure) -> Erasure:
-        tag = self._tag(erasure.app_name, erasure.user_id)
+        return self._marked([erasure])[0]
+
+    def _marked(self, erasures: Sequence[Erasure]) -> list[Erasure]:
+        """Write the marks of ``erasures`` (of one scope) at one tick of the clock, at once; them stamped."""
+        tag = self._tag(erasures[0].app_name, erasures[0].user_id)
         keys = [f"{self.ns}meta", self._marks_key(tag), self._erasing_key]
-        return erasure.stamped(float(self._mark(keys=keys, args=[erasure.spec(), tag])))
+        now = float(self._mark(keys=keys, args=[tag, *(e.spec() for e in erasures)]))
+        return [e.stamped(now) for e in erasures]
 
     @override
     def _erasure_covered(self, erasure: Erasure) -> int:
-        return self._sweep(erasure.scope, erasure.session_id, erasure.before)
+        ids = marked_ids(erasure)
+        if not ids:
+            return self._sweep(erasure.scope, erasure.session_id, erasure.before)
+        return self._erased(erasure.scope, ids, erasure.session_id, repr(erasure.before))
 
     @override
     def _erasure_end(self, erasure: Erasure) -> None:
@@ -68,6 +84,15 @@ class RedisErasures(ErasureMarks):
             found += [Erasure.of(spec.decode(), float(at)) for spec, at in marks.items()]
         return found
 
+    def _visible_count(self, ns: str, tag: str) -> int:
+        """How many records of scope ``tag`` of namespace ``ns`` no erasure mark covers."""
+        hide, params = visible(self._r.hgetall(f"{ns}e:{tag}"), ns + "m:")
+        query = f"@scope:{{$s}} {hide}".rstrip()
+        reply = self._r.execute_command(
+            "FT.SEARCH", f"{ns}search", query, "PARAMS", 2 + len(params), "s", tag, *params, "DIALECT", 2, "LIMIT", 0, 0
+        )
+        return int(reply[0])
+
     def _sweep(self, scope: Scope, session_id: str | None, before: float | None) -> int:
         """``ERASE`` over the scope's set, a page a call: its records (of ``session_id``; saved at or
         before ``before``); how many went."""
@@ -80,9 +105,26 @@ class RedisErasures(ErasureMarks):
                 return n
 
     def _remove(self, scope: Scope, ids: Sequence[str] | None, session_id: str | None) -> int:
+        """An erase of ``scope`` (of ``session_id``) marked; of ids, at once when one call erases them
+        all, else marked: every mark first, then the deletes."""
+        assert self.erasing is not None
         if ids is None:
-            return self._sweep(scope, session_id, None)
+            return self.erasing.erase(scope, session_id)
+        wanted = sorted(set(ids))
+        if len(wanted) <= ERASE_BATCH:
+            return self._erased(scope, wanted, session_id, "")
+        self.erasing.finish()
+        parts = [wanted[i : i + MARK_IDS] for i in range(0, len(wanted), MARK_IDS)]
+        marks, n = [Erasure(scope.app_name, scope.user_id, session_id, {"id": {"$in": p}}) for p in parts], 0
+        for mark in self._marked(marks):
+            n += self._erasure_covered(mark)
+            self._erasure_end(mark)
+        return n
+
+    def _erased(self, scope: Scope, ids: Sequence[str], session_id: str | None, bound: str) -> int:
+        """``ERASE`` of the records ``ids`` of the scope's set (of ``session_id``; saved at or before
+        ``bound``, "": whenever), ``ERASE_BATCH`` a call; how many went."""
         members, keys, n = self._set(scope), [f"{self.ns}m:{i}" for i in ids], 0
         for i in range(0, len(keys), ERASE_BATCH):
-            n += self._erase(keys=[members, *keys[i : i + ERASE_BATCH]], args=[0, 0, "", ""])[1]
+            n += self._erase(keys=[members, *keys[i : i + ERASE_BATCH]], args=[0, 0, session_id or "", bound])[1]
         return n

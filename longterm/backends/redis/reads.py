@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import override
 
 from ...core.engine import Query
-from ...core.erasures import Erasure
+from ...core.erasures import Erasure, hider
 from ...core.neighbours import Sessions, by_session
 from ...core.searching import Scored
 from ...core.selection import Page
@@ -84,7 +84,7 @@ class RedisReads(TimeWindows):
     def _hide(self, scope: Scope) -> Hide:
         """The clause leaving out what ``scope``'s erasure marks cover (one read of them)."""
         marks = self._r.hgetall(self._marks_key(self._scope_tag(scope)))
-        return visible(marks) if marks else NOTHING_HIDDEN
+        return visible(marks, self.ns + "m:") if marks else NOTHING_HIDDEN
 
     def _asked(self, scope: Scope, commands: Callable[[Hide, str], list[tuple[Any, ...]]], f: str) -> list[Any]:
         """The replies of ``commands(hide, f)``, with the scope's marks read in the same pipeline; asked
@@ -104,7 +104,7 @@ class RedisReads(TimeWindows):
         if not marks and not again:
             return replies
         with self._r.pipeline(transaction=False) as pipe:
-            for command in commands(visible(marks) if marks else NOTHING_HIDDEN, f):
+            for command in commands(visible(marks, self.ns + "m:") if marks else NOTHING_HIDDEN, f):
                 pipe.execute_command(*command)
             return list(pipe.execute())
 
@@ -252,14 +252,13 @@ class RedisReads(TimeWindows):
 def _uncovered(rows: Sequence[tuple[bytes | None, bytes | None]], marks: dict[bytes, bytes]) -> list[MemoryRecord]:
     """The records of (doc, saved) ``rows`` (a doc None: gone) that no erasure mark covers (``marks``:
     a scope's, ``Erasure.spec`` -> its clock)."""
-    erasures = [Erasure.of(spec.decode(), float(at)) for spec, at in marks.items()]
+    covers = hider([Erasure.of(spec.decode(), float(at)) for spec, at in marks.items()])
     records = []
     for doc, saved in rows:
         if doc is None:
             continue
         record = parse_record(doc)
-        at = None if saved is None else float(saved)
-        if not any(e.covers(record, at) for e in erasures):
+        if not covers(record, None if saved is None else float(saved)):
             records.append(record)
     return records
 

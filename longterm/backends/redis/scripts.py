@@ -9,6 +9,7 @@ only calls them.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from ...core.erasures import Erasure
 from ...core.scope import safe_name, scope_key
 from ...core.windows import Ask
+from ...errors import BackendError
 from ...records import MemoryRecord, parse_record
 from .filtering import EXPIRES_FIELD, FILTER_FIELD
 
@@ -33,8 +35,13 @@ SESSION_FIELD = ("session", "TAG")
 #: Each record's place on the store's clock (``CLOCK``) when it was written: what an erasure's mark
 #: compares (``core.erasures``); a record without one was written before the store kept it.
 SAVED_FIELD = ("saved", "NUMERIC")
+#: Each record's key as a TAG (``record_tag``: a digest, set by ``SAVE``), so an erasure's mark of ids
+#: is a clause (``visible``) every read ANDs.
+ID_FIELD = ("rid", "TAG")
+#: Ids one mark of an erase of ids holds; every mark of an erase is written at once (``MARK``).
+MARK_IDS = 5_000
 SCHEMA: tuple[str, ...] = ("SCHEMA", "terms", "TEXT", "NOSTEM", "scope", "TAG", "timestamp", "NUMERIC", "SORTABLE")
-SCHEMA += (*FILTER_FIELD, *SESSION_FIELD, *SAVED_FIELD, *EXPIRES_FIELD)
+SCHEMA += (*FILTER_FIELD, *SESSION_FIELD, *SAVED_FIELD, *EXPIRES_FIELD, *ID_FIELD)
 #: The field of ``ns meta`` counting the store's writes and erases: its clock (only grows).
 CLOCK = "clock"
 #: The field of ``ns meta`` holding the clock up to which every record written carries its filter
@@ -71,7 +78,8 @@ end
 #: script: no erase can slip between a check and a write. A record stored exactly so (doc, terms, tokens,
 #: vector) is not written again (a second import writes nothing), unless an erase of its scope is under way
 #: (a write after its start keeps it). Each record written is stamped ``saved`` with the store's clock
-#: (``CLOCK``, moved once a script; ``FILTERS_KEY`` with it when they were equal).
+#: (``CLOCK``, moved once a script; ``FILTERS_KEY`` with it when they were equal), and ``rid``, its key's
+#: ``record_tag``.
 SAVE = (
     TICK
     + """
@@ -96,7 +104,7 @@ while k <= #KEYS do
       if not same then
         now = now or tick()
         redis.call('HSET', KEYS[i], 'doc', ARGV[a + 1], 'terms', ARGV[a + 2], 'scope', tag, 'timestamp',
-          ARGV[a + 3], 'session', ARGV[a + 4], 'ftags', ARGV[a + 5], 'saved', now)
+          ARGV[a + 3], 'session', ARGV[a + 4], 'ftags', ARGV[a + 5], 'saved', now, 'rid', redis.sha1hex(KEYS[i]))
         if ARGV[a + 6] == '' then redis.call('HDEL', KEYS[i], 'expires')
         else redis.call('HSET', KEYS[i], 'expires', ARGV[a + 6]) end
         if vec then redis.call('HSET', KEYS[i], 'embedding', ARGV[a + 7]) end
@@ -129,13 +137,14 @@ end
 return {page[1], n}
 """
 #: KEYS: ``ns meta``, a scope's erasure marks (a hash: mark -> clock), ``ns erasing`` (the tags of scopes with
-#: marks). ARGV: the mark, the scope's tag. Moves the clock and writes the mark at it; returns the clock.
+#: marks). ARGV: the scope's tag, then the marks. Moves the clock and writes every mark at it, at once (an
+#: erase of many ids is several marks: all or none); returns the clock.
 MARK = (
     TICK
     + """
 local now = tick()
-redis.call('HSET', KEYS[2], ARGV[1], now)
-redis.call('SADD', KEYS[3], ARGV[2])
+for i = 2, #ARGV do redis.call('HSET', KEYS[2], ARGV[i], now) end
+redis.call('SADD', KEYS[3], ARGV[1])
 return now
 """
 )
@@ -168,20 +177,40 @@ def session_tag(session_id: str) -> str:
     return scope_key("session", session_id)
 
 
-def visible(marks: dict[bytes, bytes]) -> tuple[str, tuple[str, ...]]:
+def record_tag(key: str) -> str:
+    """A record's ``rid`` TAG: the SHA-1 of its key (``SAVE`` sets it with ``redis.sha1hex``)."""
+    return hashlib.sha1(key.encode("utf-8", "surrogatepass"), usedforsecurity=False).hexdigest()
+
+
+def visible(marks: dict[bytes, bytes], records: str) -> tuple[str, tuple[str, ...]]:
     """What a query ANDs to leave out what a scope's erasure marks cover (``marks``: ``HGETALL`` of its
-    marks' key, each mark's ``Erasure.spec`` and clock), and the clause's PARAMS: a record is visible
-    when it was saved after a mark's start, or is of another session than a session's erase."""
+    marks' key, each mark's ``Erasure.spec`` and clock; ``records``: the prefix of record keys), and the
+    clause's PARAMS: a record is visible when it was saved after a mark's start, or is of another
+    session than a session's erase, or not one of the ids of an erase of ids."""
     parts, params = [], []
     for i, (spec, before) in enumerate(sorted(marks.items())):
-        after = f"@saved:[({float(before)!r} +inf]"
-        sid = Erasure.of(spec.decode(), float(before)).session_id
-        if sid is None:
-            parts.append(after)
-        else:
-            parts.append(f"(-@session:{{$e{i}}} | {after})")
-            params += [f"e{i}", session_tag(sid)]
+        erasure = Erasure.of(spec.decode(), float(before))
+        spared = [f"@saved:[({float(before)!r} +inf]"]
+        if erasure.session_id is not None:
+            spared.append(f"-@session:{{$e{i}}}")
+            params += [f"e{i}", session_tag(erasure.session_id)]
+        ids = list(marked_ids(erasure))
+        if ids:
+            names = [f"e{i}_{j}" for j in range(len(ids))]
+            spared.append(f"-@rid:{{{'|'.join('$' + n for n in names)}}}")
+            params += [v for n, rid in zip(names, ids, strict=True) for v in (n, record_tag(records + rid))]
+        parts.append(spared[0] if len(spared) == 1 else f"({' | '.join(reversed(spared))})")
     return " ".join(parts), tuple(params)
+
+
+def marked_ids(erasure: Erasure) -> Sequence[str]:
+    """The ids an erase of ids marks (``{"id": {"$in": ids}}``; none: it is not one). Its filter is
+    only ever that: an erase by date or filter, or an expiry sweep, is an erase of the ids it read."""
+    spec = dict(erasure.filter or {})
+    ids = spec.pop("id", {}).get("$in", [])
+    if spec:
+        raise BackendError(f"an erasure mark's filter on {sorted(spec)} cannot be read here; upgrade longterm.")
+    return list(ids)
 
 
 def session_records(

@@ -9,7 +9,8 @@ gets the field in its index (``FT.ALTER``) and every record its tag, once (``SES
 ``ns meta`` says it is done); a store just made empty only notes it. A process of the earlier
 release still saving into the store meanwhile writes records without the tag: a search finds
 them, only no neighbours are read around them.
-``redis_saved`` and ``redis_expiry`` add a NUMERIC field with no values yet (``saved``,
+``redis_ids`` does the same for ``ID_FIELD`` (``rid``, each record's key digest, what a mark of
+ids hides; ``IDS_KEY``). ``redis_saved`` and ``redis_expiry`` add a NUMERIC field with no values yet (``saved``,
 ``expires``), once each (a field of ``ns meta`` says it is done). ``redis_listed`` notes, in a
 store just made, that every ledger session is in its scope's sessions set (``SAVE`` adds it);
 ``sessions_of`` lists a scope's ledger sessions, in a store made before that set from its records
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from ...retrieval.text import index_terms
 from .filtering import EXPIRES_FIELD
-from .scripts import SAVED_FIELD, SESSION_FIELD, session_tag
+from .scripts import ID_FIELD, SAVED_FIELD, SESSION_FIELD, session_tag
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -44,10 +45,16 @@ for i, k in ipairs(KEYS) do if redis.call('EXISTS', k) == 1 then redis.call('HSE
 REDIS_SESSIONS = """
 for i, k in ipairs(KEYS) do if redis.call('EXISTS', k) == 1 then redis.call('HSET', k, 'session', ARGV[i]) end end
 """
+#: KEYS: record keys. Sets the ``rid`` of those that still exist (``scripts.record_tag``).
+REDIS_IDS = """
+for _, k in ipairs(KEYS) do if redis.call('EXISTS', k) == 1 then redis.call('HSET', k, 'rid', redis.sha1hex(k)) end end
+"""
 #: Records re-indexed per script call.
 REDIS_BATCH = 500
 #: The field of ``ns meta`` saying every record carries its session tag.
 SESSIONS_KEY = "sessions"
+#: The field of ``ns meta`` saying every record carries its ``rid`` and the index has ``ID_FIELD``.
+IDS_KEY = "ids_field"
 #: The field of ``ns meta`` saying the index has ``SAVED_FIELD``.
 SAVED_KEY = "saved_field"
 #: The field of ``ns meta`` saying the index has ``EXPIRES_FIELD``.
@@ -75,16 +82,35 @@ def redis_sessions(r: Redis, ns: str, index: str, *, empty: bool) -> None:
     if r.hget(f"{ns}meta", SESSIONS_KEY) is not None:
         return
     if not empty:
-        try:
-            r.execute_command("FT.ALTER", index, "SCHEMA", "ADD", *SESSION_FIELD)
-        except Exception as exc:  # made with the field (a fresh index over 0.1's records), or by another process
-            if "duplicate" not in str(exc).lower():
-                raise
+        _alter(r, index, SESSION_FIELD)  # made with it: a fresh index over 0.1's records
         tag = r.register_script(REDIS_SESSIONS)
         for batch, docs in records_of(r, ns):
             found = [(key, json.loads(doc)["session_id"]) for key, doc in zip(batch, docs, strict=True) if doc]
             tag(keys=[key for key, _ in found], args=[session_tag(sid) for _, sid in found])
     r.hset(f"{ns}meta", SESSIONS_KEY, "1")
+
+
+def redis_ids(r: Redis, ns: str, index: str, *, empty: bool) -> None:
+    """Every record of ``ns`` given its ``rid`` and the index told of ``ID_FIELD``, unless ``ns meta``
+    says it was done; with ``empty`` only noted. A record an older process writes meanwhile has none:
+    an erase of many ids is not hidden for it until it goes (its deletes are as before)."""
+    if r.hget(f"{ns}meta", IDS_KEY) is not None:
+        return
+    if not empty:
+        _alter(r, index, ID_FIELD)
+        tag = r.register_script(REDIS_IDS)
+        for batch, _ in records_of(r, ns):
+            tag(keys=batch)
+    r.hset(f"{ns}meta", IDS_KEY, "1")
+
+
+def _alter(r: Redis, index: str, field: tuple[str, ...]) -> None:
+    """``field`` added to ``index``; already there (made with it, or added by another process) is fine."""
+    try:
+        r.execute_command("FT.ALTER", index, "SCHEMA", "ADD", *field)
+    except Exception as exc:
+        if "duplicate" not in str(exc).lower():
+            raise
 
 
 def records_of(r: Redis, ns: str) -> Iterator[tuple[list[bytes], list[bytes | None]]]:
@@ -116,11 +142,7 @@ def _field(r: Redis, ns: str, index: str, key: str, field: tuple[str, ...], *, e
     if r.hget(f"{ns}meta", key) is not None:
         return
     if not empty:
-        try:
-            r.execute_command("FT.ALTER", index, "SCHEMA", "ADD", *field)
-        except Exception as exc:  # made with the field, or by another process
-            if "duplicate" not in str(exc).lower():
-                raise
+        _alter(r, index, field)
     r.hset(f"{ns}meta", key, "1")
 
 
