@@ -21,7 +21,10 @@ from opensearchpy import OpenSearch
 from longterm import BackendError, BackendUnavailableError, ConfigurationError, LongTermMemory
 from longterm.backends.opensearch import OpenSearchBackend, index_name
 from longterm.config.backends import OpenSearchConfig, resolve_hosts
+from longterm.core.erasures import Erasure
+from longterm.records import Scope
 from longterm.retrieval.embedders import HashingEmbedder
+from longterm.testing import make_record
 from tests.conftest import make_session
 from tests.services.redis_server import free_port
 
@@ -517,3 +520,17 @@ async def test_purge_merges_the_erased_documents_away(os_cfg: dict):
         for m in (await memory.search_memory(app_name="app", user_id="u1", query="purged secret 1")).memories
     ][0] == "purged secret 1"
     await memory.close()
+
+
+async def test_a_scope_of_an_older_store_with_an_erase_under_way_is_counted_as_stored(os_cfg: dict):
+    """A user id an earlier release stored decomposed (NFD), beside its NFC twin: while an erase of
+    one of its sessions is under way, the listing of users counts that scope's own records left."""
+    nfd, nfc = "Jose\u0301", "Jos\u00e9"
+    async with LongTermMemory(backend="opensearch", backend_config=os_cfg, app_name="app") as memory:
+        engine: Any = memory.backend_instance
+        old = [make_record(f"old {i}", user=nfd, session=f"s{i % 2}", event=f"e{i}") for i in range(5)]
+        await engine.save(old, Scope.stored("app", nfd), "s0", [])
+        await engine.save([make_record("twin", user=nfc, event="t")], Scope(app_name="app", user_id=nfc), "s0", [])
+        await asyncio.to_thread(engine._erasure_begin, Erasure("app", nfd, "s0"))  # killed before its deletes
+        counts = {user: n for _, user, n in await asyncio.to_thread(engine._scopes)}  # the engine's listing
+        assert counts == {nfd: 2, nfc: 1}  # s1's two records; the twin's own one

@@ -77,7 +77,7 @@ class OpenSearchReads(TimeWindows):
         found = []
         for app, user, n in self._aggregated():
             if (app, user) in marked:
-                n = self._count(Scope(app_name=app, user_id=user))
+                n = self._count(Scope.stored(app, user))  # as stored: an older store's ids may not be NFC
             if n:
                 found.append((app, user, n))
         return found
