@@ -12,9 +12,10 @@ opens (the CLI's options: ``--backend``, ``--config``, ``--index``, ``--embedder
   core's own checks run: schema, the **embedder identity** the store remembers);
 - **index**: the index this memory reads holds memories, else which ones do;
 - **backlogs**: records saved without vectors waiting for the background embedder (local);
-- **vectors**: records of an index with an embedder that have no vector (local: counted, and a
+- **vectors**: records of an index with an embedder that have no vector (local, every index of
+  the file; an engine that counts them, ``unembedded_counts``, its memory's index: redis), a
   failure when some are not even waiting for one: ``longterm reembed`` gives them theirs; other
-  engines cannot count them, and say so: their saves never go without the store's embedder);
+  engines cannot count them, and say so: their saves never go without the store's embedder;
 - **versions**: longterm, Python, SQLite, the engine's server where that is cheap (Redis).
 
 Why read-only first and bounded: a doctor is run when something is wrong; the local file is
@@ -127,6 +128,11 @@ def _local_vectors(conn: sqlite3.Connection) -> list[Check]:
         return []
     if not embedders:
         return []
+    return _vectors_row(missing, embedders)
+
+
+def _vectors_row(missing: list[tuple[str, int, int]], embedders: dict[str, str]) -> list[Check]:
+    """The row of (index, records without a vector, how many of them are listed) of indices with an embedder."""
     total, waiting = sum(n for _, n, _ in missing), sum(q for _, _, q in missing)
     if not total:
         return [Check("vectors", "ok", "every memory of an index with an embedder has its vector")]
@@ -216,15 +222,7 @@ async def _store_checks(memory: LongTermMemory, versions: str) -> list[Check]:
         else:
             rows.append(Check("embedder identity", "ok", f"the store's vectors are {embedder.id!r}'s"))
     if memory.backend_name != "local" or not isinstance(path, Path):
-        engine = memory.backend_name
-        rows.append(
-            Check(
-                "vectors",
-                "ok",
-                f"not counted: the {engine} engine cannot list memories without vectors (saves through "
-                "longterm never go without the store's embedder there: without it they are refused)",
-            )
-        )
+        rows += await _counted_vectors(memory)
     if indices and memory.told_index and memory.index not in indices:
         rows.append(
             Check(
@@ -239,6 +237,29 @@ async def _store_checks(memory: LongTermMemory, versions: str) -> list[Check]:
     server = await asyncio.to_thread(_server_version, backend)
     rows.append(Check("versions", "ok", versions + (f", {server}" if server else "")))
     return rows
+
+
+async def _counted_vectors(memory: LongTermMemory) -> list[Check]:
+    """The vectors row of an engine that counts its records without a vector (``unembedded_counts``:
+    the memory's own index; none where the index recorded no embedder), else why they are not counted."""
+    backend, engine = memory.backend_instance, memory.backend_name
+    count = getattr(backend, "unembedded_counts", None)
+    counts = None
+    if count is not None and capabilities(backend).embeds_later:
+        recorded = getattr(getattr(getattr(backend, "embedding", None), "identity", None), "recorded", None)
+        if not recorded:
+            return []  # an index made without an embedder: no vector to miss
+        counts = await count()
+        if counts is not None:
+            return _vectors_row([(memory.index, *counts)] if counts[0] else [], {memory.index: str(recorded)})
+    return [
+        Check(
+            "vectors",
+            "ok",
+            f"not counted: the {engine} engine cannot list memories without vectors (saves through "
+            "longterm never go without the store's embedder there: without it they are refused)",
+        )
+    ]
 
 
 #: How many users and records the ledger check reads at most (an operator's command, not a scan of a billion).

@@ -10,7 +10,7 @@ Why a command: a memory saved without the store's embedder (no embedder given, o
 written before saves refused to go without) leaves its records to full text only; a memory
 opened with the embedder embeds those listed as pending in the background, but an operator
 wants them all now, and records of older stores were never listed. Only an engine that lists
-what it holds without vectors can do this (local); another says so, and why it needs none.
+what it holds without vectors can do this (local, redis); another says so, and why it needs none.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from .output import console, fail, safe
 @click.option("--user", "user_id", default=None, help="Only this user (with --app).")
 @click.pass_context
 def reembed(ctx: click.Context, embedder: str | None, app_name: str | None, user_id: str | None) -> None:
-    """Give every memory saved without a vector its vector (local), and say how many.
+    """Give every memory saved without a vector its vector (local, redis), and say how many.
 
     Memories saved by a memory without the store's embedder (or written before saves refused to
     go without it) are found by full text only until then. Without --index, every index of the

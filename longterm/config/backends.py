@@ -63,6 +63,8 @@ class RedisConfig(HybridSettings):
     a retry writes nothing twice). 0: a save returns once the primary has it."""
     wait_timeout: float = Field(1.0, gt=0, allow_inf_nan=False)
     """Seconds a save waits for ``wait_replicas`` acknowledgements (less than ``socket_timeout``)."""
+    embed_later: bool = False
+    """Save text only and embed in the background (see ``core.embedding``)."""
 
     @model_validator(mode="after")
     def _wait_fits(self) -> RedisConfig:

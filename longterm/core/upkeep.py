@@ -2,11 +2,12 @@
 
 The seam: ``VectorUpkeep``, a base of ``Engine`` (as ``core.listing.Listing`` is), holds the
 defaults of the primitives an engine declaring ``embeds_later`` implements (``_unembedded``,
-``_write_vectors``, ``_embed_pending``, ``_list_unembedded``) and the one an engine declaring
-``embeds_itself`` does (``_own_embedder``), and turns them into the contract: ``embed_backlog()``
-(embed now what the store lists as saved without vectors) and ``reembed(scope)`` (list every
-record without a vector first: ``longterm reembed``); ``embedder`` and ``vectors_off`` say what
-the engine's ``Embedding`` (``core.embedding``) holds.
+``_write_vectors``, ``_embed_pending``, ``_list_unembedded``; optionally ``_count_unembedded``) and
+the one an engine declaring ``embeds_itself`` does (``_own_embedder``), and turns them into the
+contract: ``embed_backlog()`` (embed now what the store lists as saved without vectors),
+``reembed(scope)`` (list every record without a vector first: ``longterm reembed``) and
+``unembedded_counts()`` (``longterm doctor``); ``embedder`` and ``vectors_off`` say what the
+engine's ``Embedding`` (``core.embedding``) holds.
 
 Why apart from ``Engine``: one job (no record of a store with an embedder stays without its
 vector), and the engine core stays a size one can read.
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from .embedding import Embedding
+    from .runner import Runner
 
 
 class VectorUpkeep:
@@ -31,6 +33,7 @@ class VectorUpkeep:
 
     if TYPE_CHECKING:  # ``Engine``'s, which this is a base of
         embedding: Embedding
+        runner: Runner
 
     @property
     def embedder(self) -> Embedder | None:
@@ -60,6 +63,11 @@ class VectorUpkeep:
         """With ``embeds_later``: list every record of this index (of ``scope``) without a vector; how many."""
         raise NotImplementedError
 
+    def _count_unembedded(self) -> tuple[int, int] | None:
+        """Optional, with ``embeds_later``: how many records of this index have no vector, and how many
+        of them are listed (None: not counted here; the doctor reads a local store's file itself)."""
+        return None
+
     def _own_embedder(self) -> Embedder | None:
         """With ``embeds_itself``: the embedder the engine embeds with, once open (its dimension is checked)."""
         return None
@@ -75,3 +83,9 @@ class VectorUpkeep:
         """With ``embeds_later``: give every record of this index (of ``scope``) without a vector its
         vector now, with this memory's embedder or the store's built-in one; how many (``core.embedding``)."""
         return await self.embedding.refill(scope)
+
+    async def unembedded_counts(self) -> tuple[int, int] | None:
+        """How many records of this index have no vector, and how many of them wait for one (listed);
+        None where the engine does not count them. No deadline: it reads every record (an operator's
+        command), each round trip within the engine's own timeout."""
+        return await self.runner.run_unbounded("counting memories without vectors", self._count_unembedded)

@@ -3,7 +3,8 @@
 The seam: ``RedisBackend`` implements the engine primitives (``core.engine``) over Redis Stack
 (or any Redis with RediSearch) with the blocking ``redis.Redis`` client: one connection pool
 per memory, used from the core's ``max_connections`` worker threads within ``socket_timeout``;
-its reads are ``reads.RedisReads``', its erases ``erasing.RedisErasures``'.
+its reads are ``reads.RedisReads``', its erases ``erasing.RedisErasures``', its records without
+vectors ``vectors.RedisVectors``' (``embeds_later``: listed by the save script, embedded later).
 
 Why so, in short (key layout and the longer story: docs/backends.md, "redis"): the scope is a
 TAG (a hex digest) and terms are escaped, so no id or user text is query syntax (a record's
@@ -55,23 +56,35 @@ from .scripts import (
     SCRIPT_BATCH,
     SEGMENT,
     START_HINT,
+    UNEMBEDDED,
     UNMARK,
     VECTOR,
     namespace,
     session_tag,
 )
 from .tokens import redis_tokens
-from .upgrade import redis_expiry, redis_ids, redis_listed, redis_saved, redis_sessions, redis_v1, sessions_of
+from .upgrade import (
+    redis_expiry,
+    redis_ids,
+    redis_listed,
+    redis_saved,
+    redis_sessions,
+    redis_v1,
+    redis_vector_sizes,
+    sessions_of,
+)
+from .vectors import LIST_UNEMBEDDED, WRITE_VECTORS, RedisVectors
 
 if TYPE_CHECKING:
     pass
 
 
-class RedisBackend(RedisReads, RedisErasures, Engine):
+class RedisBackend(RedisReads, RedisErasures, RedisVectors, Engine):
     name: ClassVar[str] = "redis"
     unreachable: ClassVar[str] = "Start it, or point LONGTERM_REDIS_URL or backend_config['url'] at a Redis Stack."
     timeout_key: ClassVar[str] = "socket_timeout"
     atomic_save = True  # records and ledger marks in one script
+    embeds_later = True  # saved without a vector: listed by the same script (``vectors``)
     purges = True
     marks_erasures = True  # an erase of a user is many script calls: its mark first (``core.erasures``)
 
@@ -92,7 +105,8 @@ class RedisBackend(RedisReads, RedisErasures, Engine):
             assert self.url is not None
             where = redact_url(self.url)
         t, n = cfg.socket_timeout, cfg.max_connections
-        super().__init__(where=where, store_id=f"redis:{where}#{self.ns}", workers=n, timeout=t, **cfg.hybrid_kwargs())
+        store_id, later = f"redis:{where}#{self.ns}", cfg.embed_later
+        super().__init__(where=where, store_id=store_id, workers=n, timeout=t, embed_later=later, **cfg.hybrid_kwargs())
         self._met: dict[str, float] = {}
         self._orphans: list[Any] = []
         """Clients inherited from a parent process (``_forget_after_fork``): kept, never closed."""
@@ -125,8 +139,8 @@ class RedisBackend(RedisReads, RedisErasures, Engine):
                     f"the redis url {self.where!r} is not valid ({exc}); {RedisConfig.URL_FORM}"
                 ) from None
             self._r = self._redis.Redis(connection_pool=pool)
-        self._save, self._erase, self._mark, self._unmark = (
-            self._r.register_script(s) for s in (SAVE, ERASE, MARK, UNMARK)
+        self._save, self._erase, self._mark, self._unmark, self._fill, self._listing = (
+            self._r.register_script(s) for s in (SAVE, ERASE, MARK, UNMARK, WRITE_VECTORS, LIST_UNEMBEDDED)
         )
 
     @override
@@ -195,6 +209,7 @@ class RedisBackend(RedisReads, RedisErasures, Engine):
         redis_ids(self._r, self.ns, self.index_name, empty=made and not upgraded)
         redis_tokens(self._r, self.ns, self.index_name, empty=made and not upgraded)
         redis_listed(self._r, self.ns, empty=made and not upgraded)
+        redis_vector_sizes(self._r, self.ns, self.index_name, empty=made and not upgraded)
 
     @override
     def _meta_get(self, key: str) -> str | None:
@@ -237,8 +252,8 @@ class RedisBackend(RedisReads, RedisErasures, Engine):
         for start in range(0, len(records), SCRIPT_BATCH) or (0,):
             batch = range(start, min(start + SCRIPT_BATCH, len(records)))
             now = marks if batch.stop == len(records) else ()
-            keys: list[str] = [meta, ledger, listed]
-            args: list[Any] = [0 if vecs is None else 1, int(new_only), len(now), sid, *now]
+            keys: list[str] = [meta, ledger, listed, self.ns + UNEMBEDDED]
+            args: list[Any] = [self._vectors_mode(vecs), int(new_only), len(now), sid, *now]
             groups: dict[str, list[int]] = {}
             for i in batch:
                 groups.setdefault(self._tag(records[i].app_name, records[i].user_id), []).append(i)
@@ -253,7 +268,7 @@ class RedisBackend(RedisReads, RedisErasures, Engine):
                     args += (rec.event_id, doc, terms, repr(rec.timestamp), session, tags(rec), expiry(rec))
                     if vecs is not None:
                         args.append(vecs[i].tobytes())
-            if len(keys) > 3 or now:
+            if len(keys) > 4 or now:
                 self._script(keys, args)
 
     def _script(self, keys: list[str], args: list[Any]) -> None:

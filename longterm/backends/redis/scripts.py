@@ -44,6 +44,11 @@ SCHEMA: tuple[str, ...] = ("SCHEMA", "terms", "TEXT", "NOSTEM", "scope", "TAG", 
 SCHEMA += (*FILTER_FIELD, *SESSION_FIELD, *SAVED_FIELD, *EXPIRES_FIELD, *ID_FIELD)
 #: The field of ``ns meta`` counting the store's writes and erases: its clock (only grows).
 CLOCK = "clock"
+#: The sorted set (after the namespace) of the record keys saved without a vector, waiting for one, scored
+#: by the store's clock when listed (oldest first): ``SAVE`` in mode ``PENDING``, ``vectors``, ``upgrade``.
+UNEMBEDDED = "unembedded"
+#: ``SAVE``'s first argument: the records carry vectors; they carry none; none, and are listed (``UNEMBEDDED``).
+WITH_VECTORS, NO_VECTORS, PENDING = 1, 0, 2
 #: The field of ``ns meta`` holding the clock up to which every record written carries its filter
 #: tokens (``tokens``); ``SAVE`` and ``MARK`` move it with the clock while the two are equal.
 FILTERS_KEY = "filters"
@@ -69,17 +74,18 @@ local function tick()
 end
 """
 #: KEYS: ``ns meta``, the session's ledger set (or ``ns meta``), the set of its scope's ledger sessions (or
-#: ``ns meta``), then per scope its set key, its erasure marks' key and its record keys. ARGV: 1 if records
-#: carry a vector, 1 to leave out events the ledger holds, the number of event ids to mark, the session id
-#: they are of (added to the scope's ledger sessions with them), and those ids, then per scope its tag and
-#: record count, then per record
-#: its event id, doc, terms, timestamp, session tag, filter tokens, expiry ('': none, the field is removed)
-#: [and embedding]. Leaving out inside the
+#: ``ns meta``), ``ns unembedded`` (``UNEMBEDDED``), then per scope its set key, its erasure marks' key and
+#: its record keys. ARGV: the vectors' mode (``WITH_VECTORS``, ``NO_VECTORS`` or ``PENDING``), 1 to leave
+#: out events the ledger holds, the number of event ids to mark, the session id they are of (added to the
+#: scope's ledger sessions with them), and those ids, then per scope its tag and record count, then per
+#: record its event id, doc, terms, timestamp, session tag, filter tokens, expiry ('': none, the field is
+#: removed) [and embedding]. Leaving out inside the
 #: script: no erase can slip between a check and a write. A record stored exactly so (doc, terms, tokens,
 #: vector) is not written again (a second import writes nothing), unless an erase of its scope is under way
 #: (a write after its start keeps it). Each record written is stamped ``saved`` with the store's clock
 #: (``CLOCK``, moved once a script; ``FILTERS_KEY`` with it when they were equal), and ``rid``, its key's
-#: ``record_tag``.
+#: ``record_tag``. With a vector it leaves ``ns unembedded``; ``PENDING``: its old vector (of other words,
+#: maybe) dropped, it is listed there, scored by that clock (``vectors``: embedded later), in the same step.
 SAVE = (
     TICK
     + """
@@ -87,8 +93,9 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('no such ind
 local function sadd(key, list, from, to)
   for i = from, to, 500 do redis.call('SADD', key, unpack(list, i, math.min(i + 499, to))) end
 end
-local vec, new, marks = ARGV[1] == '1', ARGV[2] == '1', tonumber(ARGV[3])
-local k, a, now = 4, 5 + marks, nil
+local vec, pend, new, marks = ARGV[1] == '1', ARGV[1] == '2', ARGV[2] == '1', tonumber(ARGV[3])
+local listed = vec and redis.call('EXISTS', KEYS[4]) == 1
+local k, a, now = 5, 5 + marks, nil
 while k <= #KEYS do
   local tag, count, kept = ARGV[a], tonumber(ARGV[a + 1]), {}
   local erasing = redis.call('EXISTS', KEYS[k + 1]) == 1
@@ -107,7 +114,12 @@ while k <= #KEYS do
           ARGV[a + 3], 'session', ARGV[a + 4], 'ftags', ARGV[a + 5], 'saved', now, 'rid', redis.sha1hex(KEYS[i]))
         if ARGV[a + 6] == '' then redis.call('HDEL', KEYS[i], 'expires')
         else redis.call('HSET', KEYS[i], 'expires', ARGV[a + 6]) end
-        if vec then redis.call('HSET', KEYS[i], 'embedding', ARGV[a + 7]) end
+        if vec then
+          redis.call('HSET', KEYS[i], 'embedding', ARGV[a + 7])
+          if listed then redis.call('ZREM', KEYS[4], KEYS[i]) end
+        elseif pend then
+          redis.call('HDEL', KEYS[i], 'embedding'); redis.call('ZADD', KEYS[4], now, KEYS[i])
+        end
         kept[#kept + 1] = KEYS[i]
       end
     end

@@ -17,6 +17,12 @@ store just made, that every ledger session is in its scope's sessions set (``SAV
 too: a ledger key is a digest of (app, user, session), so a session of such a store whose every
 record is gone cannot be found.
 
+``redis_vector_sizes`` checks, once (``VECTORS_KEY``), every record's vector against the index's
+dimension: one of another size (an earlier release wrote it; RediSearch then leaves the whole
+record out of its index, so not even full text finds it) is dropped and its record listed as
+waiting for a vector (``vectors``), found by full text again at once and embedded by the next
+memory opened with the store's embedder; the dimension is recorded where only the embedder's id was.
+
 ``records_of(client, ns)`` reads every record's ``doc``, a batch at a time (``tokens`` too).
 
 Why apart from the engine: an upgrade reads a layout the engine writes no more, and goes
@@ -26,16 +32,21 @@ when that version is no longer supported.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from ...core.identity import DIM_KEY, EMBEDDER_KEY
 from ...retrieval.text import index_terms
 from .filtering import EXPIRES_FIELD
-from .scripts import ID_FIELD, SAVED_FIELD, SESSION_FIELD, session_tag
+from .scripts import ID_FIELD, SAVED_FIELD, SESSION_FIELD, UNEMBEDDED, session_tag
+from .vectors import record_keys
 
 if TYPE_CHECKING:
     from redis import Redis
+
+log = logging.getLogger(__name__)
 
 #: KEYS: record keys; ARGV: their terms. Sets them on the records that still exist.
 REDIS_RETERM = """
@@ -49,6 +60,19 @@ for i, k in ipairs(KEYS) do if redis.call('EXISTS', k) == 1 then redis.call('HSE
 REDIS_IDS = """
 for _, k in ipairs(KEYS) do if redis.call('EXISTS', k) == 1 then redis.call('HSET', k, 'rid', redis.sha1hex(k)) end end
 """
+#: KEYS: ``ns unembedded``, then record keys. ARGV: the size in bytes of the index's vectors. A record whose
+#: ``embedding`` is of another size loses it and is listed (scored by its ``saved`` clock); how many.
+REDIS_RESIZE = """
+local n = 0
+for i = 2, #KEYS do
+  local size = redis.call('HSTRLEN', KEYS[i], 'embedding')
+  if size > 0 and size ~= tonumber(ARGV[1]) then
+    redis.call('HDEL', KEYS[i], 'embedding')
+    redis.call('ZADD', KEYS[1], tonumber(redis.call('HGET', KEYS[i], 'saved')) or 0, KEYS[i]); n = n + 1
+  end
+end
+return n
+"""
 #: Records re-indexed per script call.
 REDIS_BATCH = 500
 #: The field of ``ns meta`` saying every record carries its session tag.
@@ -61,6 +85,8 @@ SAVED_KEY = "saved_field"
 EXPIRY_KEY = "expires_field"
 #: The field of ``ns meta`` saying every ledger session is in its scope's sessions set (a store made with it).
 LISTED_KEY = "ledger_sessions"
+#: The field of ``ns meta`` saying every record's vector was checked against the index's dimension.
+VECTORS_KEY = "vector_sizes"
 
 
 def redis_v1(r: Redis, ns: str) -> bool:
@@ -164,3 +190,43 @@ def sessions_of(r: Redis, ns: str, listed: str, scope_set: str) -> list[str]:
                     pipe.hget(key, "doc")
                 found.update(json.loads(doc)["session_id"] for doc in pipe.execute() if doc)
     return sorted(found)
+
+
+def redis_vector_sizes(r: Redis, ns: str, index: str, *, empty: bool) -> None:
+    """Once (``VECTORS_KEY``): every vector of another size than the index's dimension dropped and its
+    record listed as waiting for one; the dimension recorded where only the embedder's id was (module
+    docstring). With ``empty`` (a store just made), or an index without vectors, only noted."""
+    meta = f"{ns}meta"
+    if r.hget(meta, VECTORS_KEY) is not None:
+        return
+    dim = None if empty else vector_dim(r, index)
+    if dim is not None:
+        resize = r.register_script(REDIS_RESIZE)
+        dropped = sum(int(resize(keys=[ns + UNEMBEDDED, *keys], args=[4 * dim])) for keys in record_keys(r, ns))
+        if r.hget(meta, EMBEDDER_KEY) and r.hget(meta, DIM_KEY) is None:
+            r.hsetnx(meta, DIM_KEY, str(dim))
+        if dropped:
+            log.warning(
+                "redis %s: %d memories held vectors of another size than the index's (%d dimensions), so "
+                "RediSearch left them out of every search; their vectors were dropped and they wait for new "
+                "ones (`longterm reembed`, or open the memory with its embedder), found by full text meanwhile",
+                index,
+                dropped,
+                dim,
+            )
+    r.hset(meta, VECTORS_KEY, "1")
+
+
+def vector_dim(r: Redis, index: str) -> int | None:
+    """The dimension of ``index``'s vector field (``FT.INFO``), None when it has none."""
+    info = r.execute_command("FT.INFO", index)
+    fields = dict(zip(info[::2], info[1::2], strict=False))
+    for attribute in fields.get(b"attributes", []):
+        spec = {_text(k).lower(): v for k, v in zip(attribute[::2], attribute[1::2], strict=False)}
+        if _text(spec.get("type", b"")).upper() == "VECTOR" and str(_text(spec.get("dim", ""))).isdigit():
+            return int(_text(spec["dim"]))
+    return None
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
