@@ -18,6 +18,8 @@ in a narrow band (0.75-0.9 for any two texts), so 0.3 of one moves little. Varia
 - ``words t``: a weight by how well the words already answer: the ranking as is when the best
   candidate holds at least a share ``t`` of the question's words, else ``convex 0.5`` (weak lexical
   evidence leans on meaning); ``slide``: ``convex w`` with w = 1 - that best share (at most 0.8);
+- ``slot n``: the first ``5 - n`` as is, then the ``n`` candidates nearest in meaning among the
+  rest (a place in the top 5 kept for the semantic arm);
 - ``oracle``: per question, the best of the ``as is`` and ``convex w`` rows (the bound any
   choice of weight can reach); ``bm25 b`` (no embedder): the words' share mixed with the engine's
   own order (1 - rank / n), the BM25 a long question needs.
@@ -157,6 +159,23 @@ def slide(query: str, hits: list[Hit]) -> dict[str, float]:
     return convex(w)(query, hits) if w >= 0.05 else {h.record.id: h.score for h in hits}
 
 
+def slot(n: int, top: int = 5) -> Order:
+    """The first ``top - n`` as is, then the ``n`` best by cosine among the rest, then the rest as is;
+    each place keeps the value the place had (as a reranker's order does), so the later steps
+    (neighbours lending, the time a question names) act on it as on any order."""
+
+    def order(query: str, hits: list[Hit]) -> dict[str, float]:
+        head = hits[: top - n]
+        rest = hits[top - n :]
+        picks = sorted(rest, key=lambda h: -float(h.arms.get("vector", -1.0)))[:n]
+        chosen = {id(h) for h in picks}
+        final = head + picks + [h for h in rest if id(h) not in chosen]
+        values = sorted((h.score for h in hits), reverse=True)
+        return {h.record.id: v for h, v in zip(final, values, strict=True)}
+
+    return order
+
+
 def bm25(b: float) -> Order:
     def order(query: str, hits: list[Hit]) -> dict[str, float]:
         position = 1 - np.arange(len(hits)) / max(1, len(hits))
@@ -283,6 +302,8 @@ def main() -> None:
                     ("words 0.5", by_words(0.5)),
                     ("words 0.6", by_words(0.6)),
                     ("slide", slide),
+                    ("slot 1", slot(1)),
+                    ("slot 2", slot(2)),
                 ):
                     CURRENT["order"] = order
                     m = per_question(search, questions)
