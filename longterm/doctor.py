@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Literal
 from . import __version__
 from .backends.local.schema import EMBEDDERS, MISSING_VECTORS
 from .core.capabilities import capabilities
+from .core.engine import Engine
 from .errors import BackendUnavailableError, ConfigurationError, LongTermMemoryError
 from .records import Scope
 
@@ -243,13 +244,11 @@ async def _counted_vectors(memory: LongTermMemory) -> list[Check]:
     """The vectors row of an engine that counts its records without a vector (``unembedded_counts``:
     the memory's own index; none where the index recorded no embedder), else why they are not counted."""
     backend, engine = memory.backend_instance, memory.backend_name
-    count = getattr(backend, "unembedded_counts", None)
-    counts = None
-    if count is not None and capabilities(backend).embeds_later:
-        recorded = getattr(getattr(getattr(backend, "embedding", None), "identity", None), "recorded", None)
+    if isinstance(backend, Engine) and capabilities(backend).embeds_later:
+        recorded = backend.embedding.identity.recorded
         if not recorded:
             return []  # an index made without an embedder: no vector to miss
-        counts = await count()
+        counts = await backend.unembedded_counts()
         if counts is not None:
             return _vectors_row([(memory.index, *counts)] if counts[0] else [], {memory.index: str(recorded)})
     return [

@@ -25,10 +25,10 @@ from typing_extensions import override
 
 from ...core.erasures import Erasure, ErasureMarks
 from ...records import Scope
+from .scripts import ERASE_BATCH, MARK_IDS, marked_ids, visible
 
 if TYPE_CHECKING:
     from ...core.erasures import MarkedErases
-from .scripts import ERASE_BATCH, MARK_IDS, marked_ids, visible
 
 
 class RedisErasures(ErasureMarks):

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ...records import parse_record
 from .filtering import FILTER_FIELD, tags
 from .scripts import CLOCK, FILTERS_KEY, SCRIPT_BATCH
-from .upgrade import records_of
+from .upgrade import add_field, records_of
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -56,11 +56,7 @@ def redis_tokens(r: Redis, ns: str, index: str, *, empty: bool) -> None:
         return
     clock = int(r.hget(meta, CLOCK) or 0)  # before reading any record: what is saved later is > clock
     if not empty:
-        try:
-            r.execute_command("FT.ALTER", index, "SCHEMA", "ADD", *FILTER_FIELD)
-        except Exception as exc:  # made with the field, or by another process
-            if "duplicate" not in str(exc).lower():
-                raise
+        add_field(r, index, FILTER_FIELD)
         tag = r.register_script(REDIS_TAG)
         for keys, docs in records_of(r, ns):
             _tag(tag, list(zip(keys, docs, strict=True)))

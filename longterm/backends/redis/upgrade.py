@@ -108,7 +108,7 @@ def redis_sessions(r: Redis, ns: str, index: str, *, empty: bool) -> None:
     if r.hget(f"{ns}meta", SESSIONS_KEY) is not None:
         return
     if not empty:
-        _alter(r, index, SESSION_FIELD)  # made with it: a fresh index over 0.1's records
+        add_field(r, index, SESSION_FIELD)  # made with it: a fresh index over 0.1's records
         tag = r.register_script(REDIS_SESSIONS)
         for batch, docs in records_of(r, ns):
             found = [(key, json.loads(doc)["session_id"]) for key, doc in zip(batch, docs, strict=True) if doc]
@@ -123,14 +123,14 @@ def redis_ids(r: Redis, ns: str, index: str, *, empty: bool) -> None:
     if r.hget(f"{ns}meta", IDS_KEY) is not None:
         return
     if not empty:
-        _alter(r, index, ID_FIELD)
+        add_field(r, index, ID_FIELD)
         tag = r.register_script(REDIS_IDS)
-        for batch, _ in records_of(r, ns):
+        for batch in record_keys(r, ns):  # keys only: a record's doc is not read to tag it
             tag(keys=batch)
     r.hset(f"{ns}meta", IDS_KEY, "1")
 
 
-def _alter(r: Redis, index: str, field: tuple[str, ...]) -> None:
+def add_field(r: Redis, index: str, field: tuple[str, ...]) -> None:
     """``field`` added to ``index``; already there (made with it, or added by another process) is fine."""
     try:
         r.execute_command("FT.ALTER", index, "SCHEMA", "ADD", *field)
@@ -168,7 +168,7 @@ def _field(r: Redis, ns: str, index: str, key: str, field: tuple[str, ...], *, e
     if r.hget(f"{ns}meta", key) is not None:
         return
     if not empty:
-        _alter(r, index, field)
+        add_field(r, index, field)
     r.hset(f"{ns}meta", key, "1")
 
 
