@@ -180,8 +180,9 @@ class LongTermMemory(MemoryService):
         return sum([await Corrector(await self._route(s)).sweep(s, now, dry_run=dry_run) for s in scopes])
 
     async def delete(self, memory_id: str, *, user_id: str) -> bool:
-        """Erase the user's memory ``memory_id``; True if there was one."""
-        return await self.delete_memory(app_name=self.default_app, user_id=user_id, memory_id=memory_id) > 0
+        """Erase the user's memory ``memory_id`` (a string: ``delete_memory``'s None is ``delete_all``)."""
+        one = inputs.text_id("memory_id", memory_id)
+        return await self.delete_memory(app_name=self.default_app, user_id=user_id, memory_id=one) > 0
 
     async def delete_all(
         self,
@@ -199,9 +200,8 @@ class LongTermMemory(MemoryService):
         many would go, erasing nothing.
 
         Each with an erase's guarantees (``delete_memory``): a replay never brings them back, the
-        facts they alone support follow them, ``purge`` compacts where the engine keeps bytes.
-        The ones erased are those that matched when it read them; a memory saved during the call
-        may stay."""
+        facts they alone support follow them, ``purge`` compacts where the engine keeps bytes. The
+        ones erased are those that matched when it read them (one saved during the call may stay)."""
         return await self.delete_memories(
             app_name=self.default_app,
             user_id=user_id,

@@ -1,8 +1,10 @@
 """Joining a store written before "one name, one thing", once: each user in one index, ids in NFC.
 
 The seam: ``await join(router)``, which ``Router.ready`` runs once per memory not told its index,
-before that memory's first routed call or listing. When the memory's own index holds the marker
-(``MARKER`` in its meta: one read), it returns at once. Otherwise, unless another index of the
+before that memory's first routed call or listing; ``await stamp(router)``, which a memory told
+its index runs before its first save, marks a new index of a new or joined store at once.
+When the memory's own index holds the marker (``MARKER`` in its meta: one read), ``join``
+returns at once. Otherwise, unless another index of the
 store holds the marker (the store was joined before; this index is newer), it lists the store's
 indices and each one's users, and moves (``memory.moving``) every (app, user) held in more than
 one index, or under ids that are not NFC, into the index ``routing.RULE`` picks (the app's own
@@ -100,15 +102,48 @@ async def join(router: Router) -> None:
             return  # reads only: a search never waits for a writer to mark an index (module docstring)
         await _pass(router, names)
         for name in names:
-            route = router.opened(name)
-            meta = store_ledger(route.ledger)
-            if meta is not None:
-                with guard("writing the store's meta", f"backend {route.parts.name!r}"):
-                    await meta.set_meta(MARKER, "1")
+            await _mark(router.opened(name))
     finally:
         for name in names:
             if name not in before:
                 await router.release(name)
+
+
+async def stamp(router: Router) -> None:
+    """Before the first save of a memory told its index: that index marked joined when it holds
+    nothing yet and the store is new, or joined already (another index holds the marker).
+
+    Why: a store this release makes has nothing of an earlier release to join, and a user an
+    application puts in two indices on purpose (``index=``) must stay split when a memory not
+    told its index opens the store later. An index already holding memories, or a new one in a
+    store not joined yet (an earlier release's), is left for the join to judge."""
+    primary = router.primary
+    if store_ledger(primary.ledger) is None or await _meta(primary) is not None:
+        return
+    names = await _indices(primary)
+    if primary.index in names:
+        return
+    before = {route.index for route in router.routes()}
+    fresh = not names
+    try:
+        for name in names:
+            if await _meta(router.opened(name)) is not None:
+                fresh = True
+                break
+    finally:
+        for name in names:
+            if name not in before:
+                await router.release(name)
+    if fresh:
+        await _mark(primary)
+
+
+async def _mark(route: Route) -> None:
+    """The marker written into ``route``'s index (where its ledger keeps meta)."""
+    meta = store_ledger(route.ledger)
+    if meta is not None:
+        with guard("writing the store's meta", f"backend {route.parts.name!r}"):
+            await meta.set_meta(MARKER, "1")
 
 
 async def _pass(router: Router, names: list[str]) -> None:

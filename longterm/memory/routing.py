@@ -41,7 +41,7 @@ from ..errors import BackendError, ConfigurationError
 from ..records import Scope
 from .erasing import Eraser
 from .fact_access import FactAccess
-from .joining import join
+from .joining import join, stamp
 from .reading import Reader
 from .saving import Saver
 from .searching import Searcher
@@ -73,12 +73,16 @@ class Route:
         index: str,
         router: Router | None = None,
         ready: Callable[[], Awaitable[None]] | None = None,
+        before_save: Callable[[], Awaitable[None]] | None = None,
     ) -> Route:
         """The parts over ``index``; with ``router`` (the memory's own route), each scoped call of
         the saver, searcher and eraser goes on to the route of the index its scope lives in; with
-        ``ready``, the reader's listings wait for it first (``Router.ready``)."""
+        ``ready``, the reader's listings wait for it first (``Router.ready``); with ``before_save``
+        (a memory told its index), each save awaits it first (``Router.stamp``)."""
         if router is None:
             saver, searcher, eraser = Saver(parts, index), Searcher(parts, index), Eraser(parts, index)
+            if before_save is not None:
+                saver = Saver(parts, index, _after(before_save, saver))
         else:
             on = router.route
 
@@ -104,6 +108,16 @@ class Route:
         return self.parts.ledger
 
 
+def _after(step: Callable[[], Awaitable[None]], saver: Saver) -> Callable[[Scope], Awaitable[Saver]]:
+    """A saver's ``locate`` that awaits ``step``, then saves with ``saver``."""
+
+    async def located(scope: Scope) -> Saver:
+        await step()
+        return saver
+
+    return located
+
+
 @dataclass(frozen=True)
 class Located:
     """Where an (app, user) lives: the index, its engine and its ledger (``LongTermMemory.located``)."""
@@ -125,7 +139,11 @@ class Router:
         self.settings = settings
         self.pinned = pinned(settings)
         self._ready = None if self.pinned else self.ready
-        self.primary = Route.over(primary, settings.index, None if self.pinned else self, self._ready)
+        # told its index by name (not an engine or a ledger given as an instance): it may look at the others
+        self._stamped = not (self.pinned and settings.told_index and isinstance(settings.backend, str))
+        self._stamped = self._stamped or settings.ledger is not None
+        stamping = None if self._stamped else self.stamp
+        self.primary = Route.over(primary, settings.index, None if self.pinned else self, self._ready, stamping)
         self._routes: dict[str, Route] = {settings.index: self.primary}
         self._homes: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()  # routes are opened from any thread or loop the memory serves
@@ -189,6 +207,13 @@ class Router:
                 if not joining.cancelled():
                     raise  # this caller was cancelled
                 # the one running was cancelled: try again
+
+    async def stamp(self) -> None:
+        """Before the first save of a memory told its index: that index marked joined when it is new
+        (``joining.stamp``), so a later memory not told its index joins nothing it split on purpose."""
+        if not self._stamped:
+            await stamp(self)
+            self._stamped = True
 
     def home(self, scope: Scope) -> str | None:
         """The index ``scope`` is known to live in (None: not looked for yet)."""

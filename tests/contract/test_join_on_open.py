@@ -1,7 +1,8 @@
 """A store of the previous release keeps answering: a user split over two indices is joined once,
 on the first use of a memory not told its index (issue 41, item 2), on every engine.
 
-The store is made as the previous release made it, by memories told their index: README's first
+The store is made as the previous release made it, by memories told their index that do not mark
+it joined (``tests.earlier``): README's first
 block (``LongTermMemory(app_name="travel")``, index ``travel``) and its second
 (``LongTermMemory()`` saving with ``app_name="travel"``, index ``default_app``) both saved alice,
 and ``default_app`` holds a user of a second app (shop). One of alice's memories was erased
@@ -21,6 +22,7 @@ from longterm import LongTermMemory
 from longterm.core.ledger import store_ledger
 from longterm.memory.joining import MARKER
 from longterm.testing import make_session
+from tests.earlier import earlier_release
 
 ALICE_S1 = make_session("s1", app="travel", user="alice", turns=[("user", "My passport expires in August")])
 ALICE_S2 = make_session(
@@ -39,6 +41,11 @@ def opened(backend_name: str, backend_config: dict[str, Any], **where: Any) -> L
 def old_store(backend_name: str, backend_config: dict[str, Any]) -> None:
     """The store the previous release left: alice in ``travel`` and ``default_app`` (s1 in both, as
     both README blocks saved it), her PIN erased in ``travel``; bob and carol in ``default_app``."""
+    with earlier_release():
+        _old_store(backend_name, backend_config)
+
+
+def _old_store(backend_name: str, backend_config: dict[str, Any]) -> None:
     with opened(backend_name, backend_config, index="travel") as first:
         for session in (ALICE_S1, ALICE_S2):
             assert first.add_session_to_memory_sync(session).saved == len(session["events"])

@@ -361,6 +361,18 @@ async def test_add_memory_counts_what_it_wrote_and_takes_plain_strings(tmp_path:
     await memory.close()
 
 
+async def test_delete_of_no_id_is_refused_and_erases_nothing(tmp_path: Path):
+    """``delete(None)`` once meant ``delete_memory``'s "every memory of the user"."""
+    memory = _memory(tmp_path, app_name="app")
+    await memory.add("I like tea", user_id="u1", session_id="s1")
+    await memory.add("I like coffee", user_id="u1", session_id="s2")
+    for wrong in (None, 5):
+        with pytest.raises(InvalidInputError, match="memory_id must be a string"):
+            await memory.delete(wrong, user_id="u1")  # type: ignore[arg-type]
+    assert len((await memory.get_all(user_id="u1")).memories) == 2
+    await memory.close()
+
+
 def test_a_record_restored_with_a_fact_marker_in_its_metadata_is_still_evidence():
     """upsert_records (restore) takes records as they are: a marker in an ordinary session's
     metadata must not make a memory pass for a fact, nor a malformed one break a search."""

@@ -29,6 +29,7 @@ from longterm import LongTermMemory
 from longterm.cli import cli
 from longterm.errors import InvalidInputError
 from longterm.testing import make_session
+from tests.earlier import earlier_release
 from tests.mcp.conftest import ok, texts
 
 BIN = Path(sys.executable).parent
@@ -193,13 +194,41 @@ def test_the_cli_joins_a_store_an_earlier_release_split_instead_of_stopping(tmp_
     one row for her."""
     config = json.dumps({"path": str(tmp_path / "old.db")})
     for index, text in (("travel", "my passport expires in August"), ("default_app", "my visa is for Norway")):
-        with LongTermMemory(app_name="travel", backend_config={"path": str(tmp_path / "old.db")}, index=index) as old:
+        with (
+            earlier_release(),
+            LongTermMemory(app_name="travel", backend_config=json.loads(config), index=index) as old,
+        ):
             old.add_sync(text, user_id="alice")
             assert old.count_sync(app_name="travel", user_id="alice") == 1  # one memory in each of two indices
     code, out = run("--config", config, "search", "passport visa", "--app", "travel", "--user", "alice")
     assert code == 0, out
     assert "passport" in out and "visa" in out
     assert stats_rows("--config", config) == {("travel", "travel", "alice"): 2}
+
+
+def test_a_user_an_application_splits_on_purpose_stays_split(tmp_path: Path, _home: Path) -> None:
+    """Memories told their index (``index="i1"``, ``"i2"``) put one user in two indices of a new
+    store on purpose; a memory not told its index, and ``longterm stats``, used to join them
+    into one (the join is for an earlier release's stores). A new index in a store an earlier
+    release split is left unmarked, so that store is still joined."""
+    config = {"path": str(tmp_path / "m.db")}
+    for index, text in (("i1", "one"), ("i2", "two")):
+        with LongTermMemory(app_name="a", backend_config=config, index=index) as pinned:
+            pinned.add_sync(text, user_id="u")
+    with LongTermMemory(app_name="other", backend_config=config) as plain:
+        plain.search_sync("x", user_id="z")
+    assert stats_rows("--config", json.dumps(config)) == {("i1", "a", "u"): 1, ("i2", "a", "u"): 1}
+    for index, text in (("i1", "one"), ("i2", "two")):
+        with LongTermMemory(app_name="a", backend_config=config, index=index) as pinned:
+            assert [m.text for m in pinned.get_all_sync(user_id="u").memories] == [text]
+
+    old = {"path": str(tmp_path / "old.db")}
+    for index, text in (("travel", "my passport expires in August"), ("default_app", "my visa is for Norway")):
+        with earlier_release(), LongTermMemory(app_name="travel", backend_config=old, index=index) as memory:
+            memory.add_sync(text, user_id="alice")
+    with LongTermMemory(app_name="shop", backend_config=old, index="shop") as pinned:  # a new index
+        pinned.add_sync("I buy green tea", user_id="carol")
+    assert stats_rows("--config", json.dumps(old)) == {("travel", "travel", "alice"): 2, ("shop", "shop", "carol"): 1}
 
 
 def test_a_search_on_an_embedded_store_makes_no_index_it_does_not_read(tmp_path: Path, _home: Path) -> None:
