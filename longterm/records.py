@@ -62,8 +62,12 @@ def check_id(kind: str, value: Any) -> str:
 
 def name_id(kind: str, value: Any) -> str:
     """An app, user or session id checked (``check_id``) in NFC, the one form names compare in
-    ("José" precomposed or not is one person; case and compatibility forms stay apart)."""
-    return unicodedata.normalize("NFC", check_id(kind, value))
+    ("José" precomposed or not is one person; case and compatibility forms stay apart). The
+    length limit holds in NFC too: a few characters compose into many."""
+    named = unicodedata.normalize("NFC", check_id(kind, value))
+    if len(named) > MAX_ID_CHARS:
+        raise InvalidInputError(f"{kind} is {len(named)} characters long in NFC; the limit is {MAX_ID_CHARS}.")
+    return named
 
 
 class Scope(BaseModel):

@@ -3,7 +3,7 @@
 The seam: ``as_event(raw, where)`` takes one event or message as users hold it and returns
 an ADK-shaped event (``raw`` itself when it already is one, so ids derived from it stay as
 they were) or raises ``InvalidInputError`` naming the field and the shapes accepted.
-``as_messages(value)`` reads the argument of ``add()``: a string, one message or a list.
+``messages.as_messages(value)`` reads the argument of ``add()`` with these.
 ``session_events(obj)`` finds a session's list (``events``, or ``messages``).
 
 Shapes accepted (each becomes ``{"id", "author", "timestamp", "content": {"role", "parts"}}``):
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from .errors import InvalidInputError
@@ -98,6 +98,11 @@ _LANGCHAIN_CLASSES = {
     "FunctionMessage": "function",
     "ChatMessage": "chat",
 }
+#: A chat message's roles (OpenAI's, genai's ``model``) and aliases; others are refused (``_role``).
+CHAT_ROLES = frozenset({"user", "assistant", "system", "developer", "tool", "function", "model"})
+ROLE_ALIASES = {"human": "user", "ai": "assistant"}
+#: The fields of a message that names neither role nor author: read as the user's.
+BARE_MESSAGE_FIELDS = frozenset({"content", "id", "timestamp", "created_at", "metadata", "custom_metadata", "name"})
 ACCEPTED = (
     "an ADK Event (or a dict with its fields: content, author, ...), an OpenAI chat message "
     "({'role': ..., 'content': ...}), a LangChain message ({'type': 'human', 'content': ...}) or a string"
@@ -109,8 +114,7 @@ def _refuse(where: str, why: str) -> InvalidInputError:
     return InvalidInputError(f"{where} {why}; accepted: {ACCEPTED}.")
 
 
-def plain(obj: Any) -> Any:
-    """A dict view of a pydantic model or a plain object (LangChain's, ADK's), else ``obj``."""
+def plain(obj: Any) -> Any:  # a dict view of a pydantic model or a plain object (LangChain's, ADK's)
     if obj is None or isinstance(obj, (dict, list, str, int, float, bool, bytes)):
         return obj
     dump = getattr(obj, "model_dump", None)
@@ -121,15 +125,15 @@ def plain(obj: Any) -> Any:
     return obj
 
 
-def _is_mapping(value: Any) -> bool:
+def is_mapping(value: Any) -> bool:
     """``isinstance(value, Mapping)``, a dict answered without the ABC's check: the gate asks it
     several times an event, and the ABC's ``__instancecheck__`` was a tenth of reading a session."""
     return isinstance(value, (dict, Mapping))  # in order: a dict stops at the first
 
 
-def _is_adk_object(raw: Any) -> bool:
+def is_adk_object(raw: Any) -> bool:
     """An ADK (or genai-based) event object: read as it is, its ids derived as before."""
-    return not _is_mapping(raw) and hasattr(raw, "author") and hasattr(raw, "content")
+    return not is_mapping(raw) and hasattr(raw, "author") and hasattr(raw, "content")
 
 
 def _args(value: Any) -> Any:
@@ -267,13 +271,27 @@ def _from_chat(d: Mapping[str, Any], role: str, where: str) -> dict[str, Any]:
     return _common(d, role, author, parts)
 
 
+def _role(value: Any, where: str) -> str:
+    """``role`` as the gate reads it (missing: the user's); one not understood is refused, not saved as the model's."""
+    if value is None or value == "":
+        return "user"
+    if not isinstance(value, str):
+        raise _refuse(f"{where}.role", f"is a {type(value).__name__}, not a string")
+    role = value.strip().lower()
+    role = ROLE_ALIASES.get(role, role)
+    if role not in CHAT_ROLES:
+        known = ", ".join(sorted(CHAT_ROLES))
+        raise _refuse(f"{where}.role", f"is {value!r}, not a role: use one of {known} (a speaker goes in 'name')")
+    return role
+
+
 def _from_langchain(d: Mapping[str, Any], where: str) -> dict[str, Any]:
     if "lc" in d and isinstance(d.get("kwargs"), Mapping):  # langchain_core.load.dumpd
         path = d.get("id")
         cls = path[-1] if isinstance(path, list) and path else ""
         d = {"type": _LANGCHAIN_CLASSES.get(str(cls), ""), **d["kwargs"]}
     kind = str(d.get("type") or "").removesuffix("Chunk").lower()
-    role = str(d.get("role") or "") if kind == "chat" else LANGCHAIN_ROLES.get(kind, "")
+    role = _role(d.get("role"), where) if kind == "chat" else LANGCHAIN_ROLES.get(kind, "")
     if not role:
         raise _refuse(where, f"is a LangChain message of unknown type {d.get('type')!r}")
     return _from_chat(d, role, where)
@@ -312,22 +330,30 @@ def as_event(raw: Any, where: str = "event") -> Any:
         return raw
     if isinstance(raw, str):
         return {"author": "user", "content": {"role": "user", "parts": [{"text": raw}]}}
-    if _is_adk_object(raw):
+    if is_adk_object(raw):
         return raw
     d = plain(raw)
-    if not _is_mapping(d):
+    if not is_mapping(d):
         raise _refuse(where, f"is a {type(raw).__name__}")
     kind = d.get("type")
     if ("lc" in d and "kwargs" in d) or (
         isinstance(kind, str) and kind.removesuffix("Chunk").lower() in (*LANGCHAIN_ROLES, "chat") and "author" not in d
     ):
         return _from_langchain(d, where)
-    if "role" in d and "author" not in d and not _is_mapping(d.get("content")):
+    if "role" in d and "author" not in d and not is_mapping(d.get("content")):
         if "parts" in d:  # a genai Content given as the event
             return {**{k: d[k] for k in ("id", "timestamp") if k in d}, "author": str(d["role"]), "content": d}
-        return _from_chat(d, str(d.get("role") or "user").strip().lower(), where)
+        return _from_chat(d, _role(d.get("role"), where), where)
+    if "author" not in d and "content" in d and BARE_MESSAGE_FIELDS.issuperset(d) and not is_mapping(d["content"]):
+        return _from_chat(d, "user", where)  # {"content": "..."}: a message with no role is the user's
     if ADK_EVENT_FIELDS.isdisjoint(d):
         keys = ", ".join(sorted(map(str, d))) or "none"
+        if any(isinstance(d.get(k), (list, tuple)) for k in ("events", "messages")):
+            raise _refuse(
+                where,
+                f"is a session (its fields: {keys}), not a message: save it with add_session_to_memory, "
+                "or pass its list of messages",
+            )
         raise _refuse(where, f"has no field of a known shape (its fields: {keys})")
     _check_adk_parts(d, where)
     return raw
@@ -339,38 +365,22 @@ def _check_adk_parts(d: Mapping[str, Any], where: str) -> None:
     if content is None or isinstance(content, str):
         return
     content = plain(content)
-    if not _is_mapping(content):
+    if not is_mapping(content):
         raise _refuse(f"{where}.content", f"is a {type(content).__name__}, not a string or {{'role', 'parts'}}")
     if "parts" not in content and "role" not in content:
         keys = ", ".join(sorted(map(str, content))) or "none"
         raise _refuse(f"{where}.content", f"has neither role nor parts (its fields: {keys})")
     parts = content.get("parts")
-    if isinstance(parts, str) or _is_mapping(parts):
+    if isinstance(parts, str) or is_mapping(parts):
         parts = [parts]
     for i, p in enumerate(parts or []):
         p = plain(p)
-        if _is_mapping(p) and PART_FIELDS.isdisjoint(p):
+        if is_mapping(p) and PART_FIELDS.isdisjoint(p):
             keys = ", ".join(sorted(map(str, p))) or "none"
             raise InvalidInputError(
                 f"{where}.content.parts[{i}] has none of the fields of a part (its fields: {keys}); "
                 f"a part holds one of: {', '.join(sorted(PART_FIELDS))}."
             )
-
-
-def as_messages(value: Any) -> list[Any]:
-    """What ``add()`` takes (mem0's ``add()`` inputs): a string, one message, or a list of them."""
-    if isinstance(value, str):
-        if not value.strip():
-            raise InvalidInputError("add() was given an empty string; pass text, a message or a list of messages.")
-        return [value]
-    if isinstance(value, Mapping) or _is_adk_object(value) or hasattr(value, "model_dump"):
-        return [value]
-    if isinstance(value, Iterable) and not isinstance(value, (bytes, bytearray)):
-        items = list(value)
-        if not items:
-            raise InvalidInputError("add() was given an empty list; pass text, a message or a list of messages.")
-        return items
-    raise InvalidInputError(f"add() takes text, a message or a list of messages, got {type(value).__name__}.")
 
 
 def session_events(obj: Any) -> Any:

@@ -178,7 +178,7 @@ def plain_tree(value: Any) -> Any:
     repaired Unicode. A ``datetime`` in metadata failed the save on one engine and passed on
     another; a lone surrogate in a field other than text kept a session from ever saving."""
     try:
-        plain = to_jsonable_python(bound_depth(value), fallback=str, bytes_mode="base64")
+        plain = to_jsonable_python(repair_tree(bound_depth(value)), fallback=str, bytes_mode="base64")
         return repair_tree(bound_depth(plain))
     except (ValueError, TypeError, RecursionError):
         return repair_unicode(tree_text(value))

@@ -23,7 +23,8 @@ from typing import Any
 from ..core.errors import guard
 from ..errors import InvalidInputError
 from ..facts import is_fact
-from ..records import MemoryRecord, Scope
+from ..records import MemoryRecord, Scope, plain_tree, repair_unicode
+from ..sessions import parse_timestamp
 from .lifetimes import SETTLED
 from .routing import Route
 
@@ -39,7 +40,13 @@ def _content(record: MemoryRecord, text: str) -> dict[str, Any]:
 
 
 def narrowed(filters: Mapping[str, Any] | None, session_id: str | None, before: Any) -> dict[str, Any] | None:
-    """The filter of an erase by ``filters``, ``session_id`` and ``before`` (all of them; None: none)."""
+    """The filter of an erase by ``filters``, ``session_id`` and ``before`` (all of them; None: none);
+    ``before`` read here, so its error names it (not the filter it becomes)."""
+    if before is not None:
+        try:
+            before = parse_timestamp(before)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"before: {exc}") from None
     parts = [
         *([dict(filters)] if filters else []),
         *([{"session_id": session_id}] if session_id is not None else []),
@@ -78,10 +85,11 @@ class Corrector:
         if old is None:
             return None
         change: dict[str, Any] = {"updated_at": at}
-        if text is not None:
+        if text is not None:  # stored as a save stores it: lone surrogates repaired, metadata as plain JSON
+            text = repair_unicode(text)
             change |= {"text": text, "content": _content(old, text)}
         if metadata is not None:
-            change["metadata"] = {**old.metadata, **metadata} if merge else dict(metadata)
+            change["metadata"] = plain_tree({**old.metadata, **metadata} if merge else dict(metadata))
         new = MemoryRecord.model_validate({**old.model_dump(), **change})
         parts = self.route.parts
         with guard("correcting a memory", f"backend {parts.name!r}"):

@@ -28,9 +28,9 @@ from typing import Any
 from .._sync import sync_twin
 from ..core.where import living
 from ..facts import SearchKind, is_fact
+from ..messages import as_messages
 from ..policies import resolve_policy
 from ..records import Memory, MemoryPage, MemoryRecord, SaveResult, name_id
-from ..shapes import as_messages
 from ..tools import MemoryTool
 from ..uri import parse_uri
 from . import inputs, lifetimes

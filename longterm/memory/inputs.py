@@ -69,6 +69,10 @@ def metadata(value: Any, name: str = "custom_metadata") -> Mapping[str, object] 
     return value
 
 
+#: How deep a record written as it is may nest its metadata: an earlier release kept up to ~255 levels.
+RECORD_DEPTH_WRITTEN = 1_000
+
+
 def records_metadata(records: list[Any]) -> list[Any]:
     """``records`` (``upsert_records``: a migration, an import of an export) with each record's
     metadata held to the rule a save's is (``metadata``), naming the record: a record written as
@@ -76,7 +80,9 @@ def records_metadata(records: list[Any]) -> list[Any]:
     metadata was JSON there) but for one a local store kept with NaN before the rule: refused, not
     turned into None on the way (the local store still reads it as it is)."""
     for i, rec in enumerate(records):
-        if isinstance(rec, MemoryRecord) and (problem := metadata_problem(rec.metadata, f"records[{i}].metadata")):
+        if not isinstance(rec, MemoryRecord):
+            continue
+        if problem := metadata_problem(rec.metadata, f"records[{i}].metadata", depth=RECORD_DEPTH_WRITTEN):
             raise InvalidInputError(f"{problem} (record {rec.id!r})")
     return records
 

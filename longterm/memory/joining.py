@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import guard
 from ..core.ledger import store_ledger
-from ..errors import BackendError, ConfigurationError
+from ..errors import BackendError, ConfigurationError, LongTermMemoryError
 from ..records import Scope
 from .moving import move, nfc
 from .reading import Reader
@@ -127,7 +127,11 @@ async def stamp(router: Router) -> None:
     fresh = not names
     try:
         for name in names:
-            if await _meta(router.opened(name)) is not None:
+            try:
+                marked = await _meta(router.opened(name)) is not None
+            except LongTermMemoryError:  # one this memory cannot open (another embedder): cannot tell
+                marked = False
+            if marked:
                 fresh = True
                 break
     finally:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractContextManager
 from typing import Any
@@ -38,6 +39,19 @@ def make_cursor(position: Any, newest_first: bool) -> str:
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
+def _position(at: object) -> bool:
+    """Whether ``at`` is a position a page ends at: [its time, its id or row] (every engine's
+    ``page_by_time``), so a cursor edited by hand is refused here, not failed in an engine."""
+    if not isinstance(at, list) or len(at) != 2 or any(isinstance(x, bool) for x in at):
+        return False
+    time, key = at
+    return (
+        isinstance(time, (int, float))
+        and math.isfinite(time)
+        and (isinstance(key, str) or (isinstance(key, int) and abs(key) < 2**63))
+    )
+
+
 def read_cursor(cursor: object, newest_first: bool) -> Any:
     """The engine's position of a ``get_all`` cursor (None: from the start)."""
     if cursor is None:
@@ -46,7 +60,7 @@ def read_cursor(cursor: object, newest_first: bool) -> Any:
         if not isinstance(cursor, str):
             raise ValueError
         body = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        if not isinstance(body, dict) or body.get("n") is not newest_first or not isinstance(body.get("at"), list):
+        if not isinstance(body, dict) or body.get("n") is not newest_first or not _position(body.get("at")):
             raise ValueError
         return body["at"]
     except (ValueError, TypeError):

@@ -18,6 +18,7 @@ of the chain at ``import longterm``.
 from __future__ import annotations
 
 import time
+import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -181,6 +182,11 @@ class MemorySettings(BaseModel):
     def _check_ttl(cls, v: Any) -> float | None:
         return None if v is None else seconds("ttl", v)
 
+    @field_validator("app_name", "index", mode="after")
+    @classmethod
+    def _in_nfc(cls, v: str) -> str:
+        return unicodedata.normalize("NFC", v)  # one name, one thing: as every id (``records.name_id``)
+
     @field_validator("clock", mode="before")
     @classmethod
     def _check_clock(cls, v: Any) -> Callable[[], float] | None:
@@ -205,6 +211,8 @@ class MemorySettings(BaseModel):
     @override
     def model_post_init(self, context: Any, /) -> None:
         configured = self.backend_config.get("index")
+        if isinstance(configured, str):
+            configured = unicodedata.normalize("NFC", configured)
         self._told_index = bool(self.index) or bool(configured)
         self.index = self.index or (configured if isinstance(configured, str) else "") or self.app_name or "default_app"
 

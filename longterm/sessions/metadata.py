@@ -13,7 +13,10 @@ and Qdrant and as given from SQLite; ``{"a": {1: "int one", "1": "str one"}}`` c
 ``{"a": {"1": "str one"}}``. Integers beyond 2**53 - 1 were kept, but a JSON reader in
 JavaScript (an MCP client) and an engine's numeric index (a double, where filters compare)
 keep no larger one exactly. Objects other than JSON's are stored as ``records.plain_tree``
-makes them (a datetime as ISO text, a dataclass as its fields) and checked as such.
+makes them (a datetime as ISO text, a dataclass as its fields, a set as a list, bytes as
+base64) and checked as such; one with no JSON form but its ``str()`` (``object()``, a socket)
+is refused, as is nesting deeper than engines read back (``MAX_DEPTH``), a dict holding
+itself among them: both came back changed (a JSON string past level 32, ``"[cycle]"``).
 """
 
 from __future__ import annotations
@@ -24,21 +27,25 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
+from ..trees import MAX_DEPTH
+
 #: Metadata's integers stay within ± this: the integers every JSON reader and numeric index keep exactly.
 MAX_SAFE_INT = 2**53 - 1
 
 
-def metadata_problem(value: Any, path: str = "custom_metadata") -> str | None:
+def metadata_problem(value: Any, path: str = "custom_metadata", depth: int = MAX_DEPTH) -> str | None:
     """What in ``value`` JSON cannot keep as given, naming where (``path`` and below); None: nothing.
 
     A key that is not a string, at any depth; NaN or an infinity; an integer beyond
-    ``MAX_SAFE_INT``. A loop, not recursion: metadata nests as deep as it was sent, and a
-    structure that holds itself is walked once.
+    ``MAX_SAFE_INT``; a dict or list nested more than ``depth`` levels down (``value`` is
+    level one; engines keep deeper ones as their JSON text), which is also where a structure
+    that holds itself ends (records written as they are pass a deeper ``depth``: an earlier
+    release kept up to some 255 levels); an object with no JSON form but its ``str()``. A loop, not
+    recursion: metadata nests as deep as it was sent.
     """
-    todo: list[tuple[Any, str]] = [(value, path)]
-    seen: set[int] = set()
+    todo: list[tuple[Any, str, int]] = [(value, path, 1)]
     while todo:
-        node, where = todo.pop()
+        node, where, level = todo.pop()
         if isinstance(node, float) and not math.isfinite(node):
             if math.isnan(node):
                 return f"{where} is NaN: JSON has no NaN; store None or a string."
@@ -50,9 +57,12 @@ def metadata_problem(value: Any, path: str = "custom_metadata") -> str | None:
                 "store it as a string."
             )
         if isinstance(node, (Mapping, list, tuple, set, frozenset)):
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
+            if level > depth:
+                shown = where if len(where) <= 120 else f"{where[:100]}…"
+                return (
+                    f"{shown} nests deeper than {depth} levels (or holds itself): engines read back no "
+                    "deeper; flatten it, or store the deep part as a JSON string."
+                )
             if isinstance(node, Mapping):
                 for key in node:
                     if not isinstance(key, str):
@@ -61,10 +71,16 @@ def metadata_problem(value: Any, path: str = "custom_metadata") -> str | None:
                             "text, so another key could take its place; use string keys."
                         )
             pairs = list(node.items()) if isinstance(node, Mapping) else list(enumerate(node))
-            todo += [(v, f"{where}[{k!r}]") for k, v in reversed(pairs)]  # the first problem in order
+            todo += [(v, f"{where}[{k!r}]", level + 1) for k, v in reversed(pairs)]  # the first problem in order
         elif not isinstance(node, (str, int, float)) and node is not None:
             try:  # a model, a dataclass, a datetime: checked as records.plain_tree stores it
-                todo.append((to_jsonable_python(node, fallback=str, bytes_mode="base64"), where))
-            except (ValueError, TypeError, RecursionError):
-                continue  # too deep to convert: plain_tree stores it as its JSON text
+                plain = to_jsonable_python(node, bytes_mode="base64")
+            except (ValueError, TypeError):
+                return (
+                    f"{where} is a {type(node).__name__}, which has no JSON form; store text, a number, "
+                    "true or false, None, a list or a dict."
+                )
+            except RecursionError:
+                return f"{where} nests deeper than {depth} levels (or holds itself)."
+            todo.append((plain, where, level))
     return None

@@ -46,7 +46,7 @@ def _in_range(seconds: float, shown: str) -> float:
     if not MIN_TIMESTAMP <= seconds <= MAX_TIMESTAMP:  # also False for NaN
         raise InvalidInputError(
             f"timestamp {shown} is not a time: give seconds (or milliseconds) since the epoch "
-            "within the years 1 to 9999, or an ISO 8601 string."
+            "from 0001-01-02 to 9999-12-30 (UTC), or an ISO 8601 string."
         )
     return seconds
 

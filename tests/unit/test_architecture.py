@@ -25,7 +25,17 @@ PACKAGE = Path(__file__).resolve().parents[2] / "longterm"
 #: The first part of a module's name under ``longterm`` decides its layer.
 LAYERS: list[set[str]] = [
     {"errors", "trees", "records", "telemetry", "_net", "config", "_sync", "uri"},  # the vocabulary
-    {"retrieval", "shapes", "sessions", "policies", "saves", "transcripts", "entries", "compat"},  # pure logic
+    {
+        "retrieval",
+        "shapes",
+        "messages",
+        "sessions",
+        "policies",
+        "saves",
+        "transcripts",
+        "entries",
+        "compat",
+    },  # pure logic
     {"core"},  # what every engine shares
     {"backends"},  # the engines' primitives
     {"facts"},  # the fact layer over an engine

@@ -5,6 +5,8 @@ queries. Each test fails without its fix in ``longterm/memory/``."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import threading
 import types
 from collections.abc import Callable
@@ -370,6 +372,28 @@ async def test_delete_of_no_id_is_refused_and_erases_nothing(tmp_path: Path):
         with pytest.raises(InvalidInputError, match="memory_id must be a string"):
             await memory.delete(wrong, user_id="u1")  # type: ignore[arg-type]
     assert len((await memory.get_all(user_id="u1")).memories) == 2
+    await memory.close()
+
+
+@pytest.mark.parametrize(
+    "at", [[1], [1.5, "x", 3], ["x", "id"], [1e400, "id"], [True, "id"], [1, {"a": 1}], [1, 2**70]]
+)
+async def test_a_cursor_edited_by_hand_is_refused_as_no_cursor(tmp_path: Path, at: list[Any]):
+    """It reached the engine and failed there: a ``BackendError`` of IndexError, ValueError or SQLite's."""
+    memory = _memory(tmp_path, app_name="app")
+    await memory.add("I like tea", user_id="u1")
+    cursor = base64.urlsafe_b64encode(json.dumps({"n": False, "at": at}).encode()).decode().rstrip("=")
+    with pytest.raises(InvalidInputError, match="is not a cursor of get_all"):
+        await memory.get_all(user_id="u1", cursor=cursor)
+    await memory.close()
+
+
+async def test_an_erase_before_no_time_names_before_not_the_filter_it_becomes(tmp_path: Path):
+    memory = _memory(tmp_path, app_name="app")
+    await memory.add("I like tea", user_id="u1")
+    with pytest.raises(InvalidInputError, match=r"^before: timestamp 'yesterday' is neither"):
+        await memory.delete_all(user_id="u1", before="yesterday")
+    assert await memory.delete_all(user_id="u1", before="2020-01-01", dry_run=True) == 0
     await memory.close()
 
 

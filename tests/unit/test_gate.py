@@ -159,3 +159,27 @@ def test_one_timestamp_parser_reads_every_form(value, seconds: float):
 def test_what_is_no_time_is_refused_with_the_value_named(value: str):
     with pytest.raises(InvalidInputError, match=re.escape(repr(value))):
         sessions.parse_timestamp(value)
+
+
+async def test_add_reads_a_message_one_way_and_refuses_what_it_does_not_understand(tmp_path):
+    """A message without a role was saved as the model's (``import`` reads it as the user's), an
+    unknown or misspelt role as the model's, an empty message as an empty memory, and a session
+    given to ``add()`` got "no field of a known shape"."""
+    memory = LongTermMemory(app_name="app", backend_config={"path": str(tmp_path / "m.db")})
+    await memory.add([{"content": "I am vegan"}, {"role": "Human", "content": "I keep bees"}], user_id="u")
+    assert {(m.text, m.role, m.author) for m in (await memory.get_all(user_id="u")).memories} == {
+        ("I am vegan", "user", "user"),
+        ("I keep bees", "user", "user"),
+    }
+    refused = {
+        r"events\[0\].role is 'humam', not a role": [{"role": "humam", "content": "x"}],
+        r"events\[0\].role is a int": [{"role": 3, "content": "x"}],
+        r"events\[1\] has no text": ["fine", {"role": "user", "content": "  "}],
+        r"events\[0\] has no text": [{"role": "user", "content": {"parts": []}}],
+        "is a session .*: save it with add_session_to_memory": {"messages": [{"role": "user", "content": "x"}]},
+    }
+    for message, given in refused.items():
+        with pytest.raises(InvalidInputError, match=message):
+            await memory.add(given, user_id="u")
+    assert len((await memory.get_all(user_id="u")).memories) == 2  # nothing of them was saved
+    await memory.close()

@@ -145,8 +145,12 @@ async def test_deep_tool_calls_and_metadata_save_and_read_back(
 ) -> None:
     result = await memory.add_session_to_memory(deep_session(levels), auto_save_memory_policy=KEEP_ALL)
     assert (result.new_events, result.saved) == (4, 4)
+    with pytest.raises(InvalidInputError, match=r"custom_metadata\['x'\].* nests deeper than 32 levels"):
+        await memory.add_memory(  # metadata comes back as given or is refused: engines keep no deeper
+            app_name="app", user_id="u1", memories=[{"content": "plum note"}], custom_metadata={"x": deep(1200)}
+        )
     added = await memory.add_memory(
-        app_name="app", user_id="u1", memories=[{"content": "plum note"}], custom_metadata={"x": deep(1200)}
+        app_name="app", user_id="u1", memories=[{"content": "plum note"}], custom_metadata={"x": deep(30)}
     )
     assert added.saved == 1
 

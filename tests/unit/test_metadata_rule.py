@@ -49,14 +49,24 @@ def test_bools_str_subclasses_and_the_integer_limits():
     assert metadata_problem({Key("k"): 1}) is None
 
 
-def test_a_structure_holding_itself_and_one_nested_past_recursion_limits_are_walked():
+def test_a_structure_holding_itself_one_nested_too_deep_and_an_object_without_json_are_refused():
+    """Each came back changed: ``"[cycle]"``, a JSON string past level 32, ``"<object object at ...>"``."""
     loop: dict[str, object] = {"name": "loop"}
     loop["self"] = loop
-    assert metadata_problem(loop) is None
-    deep: dict[str, object] = {"leaf": math.nan}
-    for _ in range(5000):
+    assert "nests deeper than 32 levels (or holds itself)" in (metadata_problem(loop) or "")
+    deep: dict[str, object] = {"leaf": 1}
+    for _ in range(5000):  # walked in a loop, past every recursion limit
         deep = {"d": deep}
-    assert (metadata_problem(deep) or "").endswith("['leaf'] is NaN: JSON has no NaN; store None or a string.")
+    assert (metadata_problem(deep) or "").startswith("custom_metadata['d']['d']")
+    shallow: dict[str, object] = {"leaf": 1}
+    for _ in range(30):
+        shallow = {"d": shallow}
+    assert metadata_problem(shallow) is None
+    assert metadata_problem({"o": object()}) == (
+        "custom_metadata['o'] is a object, which has no JSON form; store text, a number, true or false, None, "
+        "a list or a dict."
+    )
+    assert metadata_problem({"when": datetime(2025, 1, 1, tzinfo=timezone.utc), "tags": {"a"}, "raw": b"x"}) is None
 
 
 def test_the_argument_is_named():
@@ -124,3 +134,15 @@ async def test_an_adk_event_with_nan_in_its_custom_metadata_is_refused_or_left_o
     assert (await m.add_session_to_memory(session)).saved == 1
     assert await m.count(app_name="app", user_id="u1") == 2
     await m.close()
+
+
+async def test_a_lone_surrogate_in_a_key_is_repaired_by_add_and_update_alike(tmp_path: Path):
+    """A key's lone surrogate made ``add`` refuse with a model dump and ``update`` fail on the
+    local engine (UTF-8) while others stored three U+FFFD: both now store one U+FFFD, as for values."""
+    memory = LongTermMemory(app_name="app", backend_config={"path": str(tmp_path / "m.db")})
+    (mid,) = (await memory.add("x", user_id="u", metadata={"\udfff": 1, "k": {"\ud800": "v"}})).memory_ids
+    assert (await memory.get(mid, user_id="u")).metadata == {"\ufffd": 1, "k": {"\ufffd": "v"}}  # type: ignore[union-attr]
+    await memory.update(mid, user_id="u", text="half \ud83d emoji", metadata={"\udfff": 2})
+    got = await memory.get(mid, user_id="u")
+    assert got is not None and got.metadata == {"\ufffd": 2} and got.text == "half \ufffd emoji"
+    await memory.close()

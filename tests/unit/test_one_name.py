@@ -244,3 +244,19 @@ def test_a_search_on_an_embedded_store_makes_no_index_it_does_not_read(tmp_path:
     )
     assert code == 0 and "passport" in out, out
     assert sorted(p.name for p in store.iterdir()) == ["travel"]
+
+
+def test_an_app_or_index_name_typed_decomposed_is_the_one_typed_composed(tmp_path: Path) -> None:
+    """An NFD ``app_name`` saved into the NFC index while the memory kept the NFD name, so its
+    ``scopes()`` found nothing; ``index=`` in NFD and NFC made two indices ``stats`` showed alike."""
+    config = {"path": str(tmp_path / "m.db")}
+    nfd = unicodedata.normalize("NFD", "José")
+    with LongTermMemory(app_name=nfd, backend_config=config) as memory:
+        memory.add_sync("jazz", user_id="u")
+        assert memory.app_name == memory.index == "José"
+        assert memory.scopes_sync() == [("José", "u", 1)]
+    with LongTermMemory(index=unicodedata.normalize("NFD", "Café"), backend_config=config) as memory:
+        memory.add_sync("tea", user_id="u")
+    with LongTermMemory(backend_config={**config, "index": "Café"}) as memory:
+        assert [m.text for m in memory.get_all_sync(user_id="u").memories] == ["tea"]
+        assert memory.indices_sync() == ["Café", "José"]
