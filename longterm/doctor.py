@@ -26,6 +26,7 @@ not created), and no step waits past ``DEADLINE`` for a server that is down.
 from __future__ import annotations
 
 import asyncio
+import os
 import platform
 import sqlite3
 from collections.abc import Callable
@@ -74,6 +75,16 @@ def _sqlite_file(path: Path) -> list[Check]:
         f"restore {path.name} from a backup, or move it aside (keep the copy) and start a new store; "
         "`longterm export` may still read what is intact"
     )
+    if not os.access(path, os.R_OK) or not os.access(path.parent, os.X_OK):
+        return [
+            Check(
+                "store file",
+                "fail",
+                f"{path} cannot be read by this user (permission denied)",
+                f"run as the store's owner, or give this user read and write access (chmod, chown {path.name} "
+                "and its directory)",
+            )
+        ]
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=DEADLINE)
     except sqlite3.Error as exc:

@@ -109,7 +109,8 @@ SQLITE_RULES = (
             and any(s in str(e) for s in ("unable to open", "readonly", "read-only"))
         ),
         ConfigurationError,
-        "Choose a writable path (backend_config={'path': ...} or LONGTERM_HOME).",
+        "Check that this user may read and write the file and its directory (chmod, chown), or choose "
+        "another path (backend_config={'path': ...} or LONGTERM_HOME).",
     ),
 )
 

@@ -126,3 +126,15 @@ def test_records_outside_the_ledger_are_found_where_the_engine_writes_them_apart
     assert out.returncode == 1, out.stdout + out.stderr
     found = rows(out)["ledger"]
     assert found["status"] == "fail" and "1 records of 1 sessions are not in the store's ledger" in found["found"]
+
+
+def test_a_store_this_user_cannot_read_is_a_permission_problem_not_a_damaged_file(tmp_path: Path, monkeypatch) -> None:
+    """Run as another user, it said "cannot be opened ... restore it from a backup"."""
+    from longterm import doctor as doctor_module
+
+    path = tmp_path / "memory.db"
+    store(path)
+    monkeypatch.setattr(doctor_module.os, "access", lambda p, mode: Path(p) != path)
+    [row] = doctor_module._sqlite_file(path)
+    assert row.status == "fail" and "cannot be read by this user (permission denied)" in row.detail
+    assert "chmod" in row.fix and "backup" not in row.fix
