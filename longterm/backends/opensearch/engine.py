@@ -38,6 +38,7 @@ from ...core.where import Where
 from ...errors import BackendUnavailableError, ConfigurationError, InvalidInputError, require
 from ...records import MemoryRecord, Scope
 from ...retrieval.text import segment
+from ..index_names import refuse_another
 from .bulk import Chunk, changed, chunks, send
 from .erasing import OpenSearchErasures
 from .filtering import add_tokens, clauses, tokens_of
@@ -138,6 +139,8 @@ class OpenSearchBackend(OpenSearchReads, OpenSearchErasures, Engine):
             # fields (before any write carries one); a current index is read once and left as it is.
             mapping = self._mapping()
             have = dict(mapping.get("_meta", {}))
+            held = have.get(INDEX_META)  # another index's (its name made into this one): refused untouched
+            refuse_another("opensearch", self.where, None if held is None else str(held), self.cfg.index)
             props = mapping.get("properties", {})
             body: dict[str, Any] = {}
             if INDEX_META not in have:

@@ -5,7 +5,7 @@ qdrant-edge engine (``edge``, the default on a path), on one data model (``commo
 from ...config.backends import QdrantConfig
 from .choice import Qdrant
 from .client import QdrantBackend
-from .common import collection_name
 from .edge import QdrantEdgeBackend
+from .ids import collection_name
 
 __all__ = ["Qdrant", "QdrantBackend", "QdrantConfig", "QdrantEdgeBackend", "collection_name"]

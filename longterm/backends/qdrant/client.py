@@ -13,8 +13,9 @@ point's change holds only while it still lacks them, so another process's rewrit
 
 Why the ledger is a collection, ``<collection>.ledger``: it lives and dies with the store, on
 a server and in local mode alike (docs/backends.md); the index's logical name is a meta point
-there (``_indices``). In local mode every index on a path shares this process's one client of
-it (``shared.local_client``), released when the last engine on it closes or is dropped.
+there (``_indices``; a collection naming another index refuses this one: ``index_names``). In
+local mode every index on a path shares this process's one client of it
+(``shared.local_client``), released when the last engine on it closes or is dropped.
 **Not tested against a Qdrant server**: none runs where this is built; the server path is
 local mode's client calls.
 """
@@ -37,17 +38,8 @@ from ...core.fork import keep
 from ...core.windows import Ask, TimeWindows
 from ...errors import ConfigurationError, require
 from ...records import MemoryRecord, Scope
-from .common import (
-    DENSE,
-    INDEX_KEY,
-    SCOPE_FIELDS,
-    SPARSE,
-    QdrantEngine,
-    collection_name,
-    name_id,
-    physical_prefix,
-    to_record,
-)
+from .common import DENSE, INDEX_KEY, SCOPE_FIELDS, SPARSE, QdrantEngine, to_record
+from .ids import collection_name, name_id, physical_prefix
 from .shared import Serial, Shared, local_client, release_local
 from .tags import EXPIRING, EXPIRY, MARKER, TAGS
 
@@ -119,8 +111,7 @@ class QdrantBackend(TimeWindows, QdrantEngine):
         text = {SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)}
         self._create(self.collection, dense, text, SCOPE_FIELDS)
         self._create(self.ledger, {}, None, (*SCOPE_FIELDS, "session_id"))
-        if self._meta_get(INDEX_KEY) != self.index:
-            self._meta_set(INDEX_KEY, self.index)
+        self._claim(self._meta_get(INDEX_KEY), f"{self.where} (collection {self.collection})")
         if self.url and not self._meta_get(MARKER):  # the filter tokens' index, on a store made before it
             self._client.create_payload_index(
                 self.collection, field_name=TAGS, field_schema=self._m.PayloadSchemaType.KEYWORD

@@ -1,4 +1,4 @@
-"""What both Qdrant engines share: names, point ids, error rules, and
+"""What both Qdrant engines share: error rules, the payload, and
 ``QdrantEngine``, the primitives both spell alike.
 
 The seam: ``client.py`` (qdrant-client: a server, or its local mode) and ``edge.py``
@@ -17,8 +17,9 @@ more than an unfiltered read (``_may_expire``).
 
 Both list their users (``_scopes``: one scroll of the index) and their indices
 (``_indices``): an index keeps its logical name (``backend_config["index"]``) beside it, since
-collection and directory names are sanitised; one made before that is listed by its physical
-name.
+collection and directory names are sanitised (``ids``); one made before that is listed by its
+physical name, and one naming another index refuses this one at open (``_claim``). A delete by
+id matches the record's id exactly (``_exactly``), not every spelling of its UUID.
 
 Lifetimes and fork: an embedded store is released when its engine is dropped (a
 ``weakref.finalize``, not ``__del__``). qdrant-client's local mode allows one client per path
@@ -29,10 +30,7 @@ call raises; a client of a Qdrant server is dropped there unclosed and the child
 
 from __future__ import annotations
 
-import json
 import os
-import re
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -43,12 +41,13 @@ from ...core.aliases import Records, Vectors
 from ...core.engine import Engine, Query
 from ...core.errors import Rule
 from ...core.neighbours import SCAN_PAGE, Sessions, by_session
-from ...core.scope import safe_name
 from ...core.selection import Page
 from ...core.where import Where, record_tokens
 from ...errors import BackendError, BackendUnavailableError, ConfigurationError
 from ...records import Hit, MemoryRecord, Scope, parse_record
 from ...retrieval.sparse import document_vector, query_vector
+from ..index_names import refuse_another
+from .ids import point_id
 from .tags import EXPIRING, EXPIRY, MARKER, TAGS, condition, unexpiring
 
 if TYPE_CHECKING:
@@ -67,7 +66,6 @@ PACKED_FIELDS = (*SCOPE_FIELDS, "session_id", "timestamp", EXPIRY)
 #: Record fields left out of a payload (and its ``RECORD``) while None: a record that never expired
 #: nor was corrected is stored as the previous release stored it, and no point carries a null ``EXPIRY``.
 UNSET_WHEN_NONE = (EXPIRY, "updated_at")
-_NAMES = uuid.UUID("9b1f0c52-5f8e-4a43-9d55-6c0e1f7d2a10")
 ANOTHER_PROCESS = (
     "The embedded store is open in another process (one process per path). Use a Qdrant server "
     "(backend_config={'url': ...}) to share it, or another path."
@@ -84,6 +82,15 @@ FORKED = (
 )
 #: The meta key under which an index keeps its logical name (physical names are sanitised).
 INDEX_KEY = "index"
+THIS_PROCESS = (
+    "This process has the embedded store open already, in another LongTermMemory on this path and index: "
+    "use that memory, or close it first (close() or close_sync())."
+)
+
+
+class OpenHere(Exception):
+    """An embedded store's lock is held by another memory of this process (``THIS_PROCESS``), not by
+    another process: the lock alone cannot tell the two apart."""
 
 
 def _status(*codes: int) -> Callable[[BaseException], bool]:
@@ -92,38 +99,13 @@ def _status(*codes: int) -> Callable[[BaseException], bool]:
 
 
 RULES = (
+    Rule(OpenHere, BackendUnavailableError, THIS_PROCESS),  # first: the BlockingIOError is its context
     Rule("already accessed by another instance", BackendUnavailableError, ANOTHER_PROCESS),
     Rule(BlockingIOError, BackendUnavailableError, ANOTHER_PROCESS),
     Rule(_status(401, 403), ConfigurationError, "Check LONGTERM_QDRANT_API_KEY or backend_config['api_key']."),
     # A server restarted empty: the core prepares the store again and retries once.
     Rule(_status(404), BackendError, "Check the url, and whether something deletes the collection.", reopen=True),
 )
-
-
-def collection_name(prefix: str, index: str) -> str:
-    """``prefix + index`` in ``[A-Za-z0-9_-]``, at most 200 characters (Qdrant allows 255, and a
-    directory name as many bytes; the ledger's name is longer); distinct indexes stay distinct."""
-    return safe_name(f"{prefix}{index}", "A-Za-z0-9_-", sep="_", limit=200)
-
-
-def point_id(record_id: str) -> str:
-    """A record's point id: its id read as a UUID (ours are 128-bit hex digests). Any other
-    string (a foreign id, whatever a caller passes to delete) gets a name-based UUID of its
-    own, so it can neither fail nor meet one of ours."""
-    try:
-        return str(uuid.UUID(hex=record_id))
-    except ValueError:
-        return str(uuid.uuid5(_NAMES, record_id))
-
-
-def name_id(*parts: str) -> str:
-    """A name-based UUID of ``parts`` (a ledger entry's, a meta key's)."""
-    return str(uuid.uuid5(_NAMES, json.dumps(parts)))
-
-
-def physical_prefix(prefix: str) -> str:
-    """How ``prefix`` begins the collection names ``collection_name`` makes of it."""
-    return re.sub("[^A-Za-z0-9_-]", "_", prefix)
 
 
 def to_record(payload: dict[str, Any]) -> MemoryRecord:
@@ -143,6 +125,8 @@ class QdrantEngine(Engine):
     #: The client's models (``qdrant_client.models`` or ``qdrant_edge``): both spell filters
     #: and sparse vectors with the same names and keywords.
     _lib: Any
+    #: The index name as the caller gave it (collection and directory names are sanitised).
+    index: str
     #: The payload as ``PACKED_FIELDS`` plus the record as one JSON string (qdrant-edge converts a
     #: payload key by key, about 15 us each), or the record spread out: what every version reads,
     #: so a server shared by old and new processes during an upgrade (qdrant-client) stays readable.
@@ -159,6 +143,15 @@ class QdrantEngine(Engine):
 
     def _forked_error(self) -> str:
         return FORKED.format(where=self.where, pid=os.getppid())
+
+    def _claim(self, held: str | None, where: str) -> None:
+        """At open, with the index name the store's meta holds (``INDEX_KEY``): this index's written
+        where there is none; where it names another, the store closed and this index refused."""
+        if held is None:
+            self._meta_set(INDEX_KEY, self.index)
+        elif held != self.index:
+            self._close()
+            refuse_another("qdrant", where, held, self.index)
 
     # -- hooks: each engine spells these with its client -------------------------------------
 
@@ -336,11 +329,28 @@ class QdrantEngine(Engine):
 
     @override
     def _remove(self, scope: Scope, ids: Sequence[str] | None, session_id: str | None) -> int:
-        flt = self._filter(scope, ids, session_id)
+        """The scope's ``ids``, else its session's, else all. By ids: the points holding a record of
+        exactly one of them, read first (in place of a count: no more calls), as every engine matches
+        an id; a point id reads every spelling of one UUID alike (``ids.point_id``)."""
+        if ids is not None:
+            found = self._exactly(scope, ids)
+            if found:
+                self._delete_where(self._filter(scope, found))
+            return len(found)
+        flt = self._filter(scope, None, session_id)
         n = self._count_where(flt)
         if n:
             self._delete_where(flt)
         return n
+
+    def _exactly(self, scope: Scope, ids: Sequence[str]) -> list[str]:
+        """Of ``ids``, those a record of the scope has as its id exactly (their points scrolled)."""
+        flt, cursor, wanted, found = self._filter(scope, ids), None, set(ids), set[str]()
+        while True:
+            points, cursor = self._scroll(flt, cursor, SCAN_PAGE)
+            found.update(rid for p in points if (rid := to_record(p.payload).id) in wanted)
+            if cursor is None:
+                return sorted(found)
 
     @override
     def _count(self, scope: Scope, where: Where | None = None) -> int:

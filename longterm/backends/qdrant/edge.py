@@ -15,8 +15,10 @@ Why so, in short (at length in docs/backends.md, "qdrant"): the ledger and meta 
 exclusive ``flock`` refuses a second process at once; a write does not ``flush`` (the shard's
 write-ahead log survives kill -9; flushing cost 60% of a save), the flush runs at close, or
 when a memory that was never closed is dropped (a ``weakref.finalize`` flushes, closes and
-unlocks: a notebook cell run twice opens the same path again). Each index's directory keeps its
-logical name in its ledger's meta, for ``_indices``.
+unlocks: a notebook cell run twice opens the same path again); a second memory of this process on
+a store another holds is told so (``common.OpenHere``), not "another process". Each index's
+directory keeps its logical name in its ledger's meta, for ``_indices``; one naming another index
+refuses this one before anything is read (``index_names``).
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ from ...core.ledger import SideLedger
 from ...core.sqlite import SQLITE_RULES
 from ...errors import BackendError, require
 from ...retrieval.fusion import RRF_K
-from .common import DENSE, INDEX_KEY, RULES, SCOPE_FIELDS, SPARSE, QdrantEngine, collection_name
+from .common import DENSE, INDEX_KEY, RULES, SCOPE_FIELDS, SPARSE, OpenHere, QdrantEngine
+from .ids import collection_name
 from .shared import let_go
 from .tags import EXPIRING, EXPIRY, MARKER, TAGS
 from .windows import WINDOW_INDEXES, EdgeWindows, windows_ready
@@ -104,13 +107,16 @@ class QdrantEdgeBackend(EdgeWindows, QdrantEngine):
         private_dir(self.root)
         fd = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: see common.RULES
+            _lock(fd, self.root)
+            self._claim(self._side().meta_get(INDEX_KEY), self.where)  # another index's store: refused untouched
             shard = self._load(self.root / SHARD_DIR)
         except BaseException:
+            self._side().close()
             os.close(fd)  # releases the lock
             raise
         self._shard, self._lock_fd = shard, fd
-        self._release = weakref.finalize(self, _release, shard, fd, self._side())
+        _HELD[_key(self.root)] = os.getpid()
+        self._release = weakref.finalize(self, _release, shard, fd, self._side(), _key(self.root))
         schema = shard.info().payload_schema
         if EXPIRY not in schema:  # a store made before expiry: its points have none, the index is empty
             shard.update(self._e.UpdateOperation.create_field_index(EXPIRY, self._e.PayloadSchemaType.Float))
@@ -120,8 +126,6 @@ class QdrantEdgeBackend(EdgeWindows, QdrantEngine):
             self._tag_old_points()
         self.windowed = windows_ready(self._e, shard)
         self._expiring = bool(self._side().meta_get(EXPIRING))  # the store's lock: no other process writes
-        if self._side().meta_get(INDEX_KEY) != self.index:
-            self._side().meta_set(INDEX_KEY, self.index)
 
     def _load(self, shard_dir: Path) -> Any:
         """The shard in ``shard_dir``, made first when there is none (call with the lock held).
@@ -210,7 +214,7 @@ class QdrantEdgeBackend(EdgeWindows, QdrantEngine):
         finally:
             shard = self._load(shard_dir) if swapped else old
             self._shard = shard
-            self._release = weakref.finalize(self, _release, shard, fd, self._side())
+            self._release = weakref.finalize(self, _release, shard, fd, self._side(), _key(self.root))
             self.windowed = windows_ready(self._e, shard)
 
     @override
@@ -336,7 +340,28 @@ class QdrantEdgeBackend(EdgeWindows, QdrantEngine):
             self._shard.update(self._e.UpdateOperation.set_payload([pid], payload))
 
 
-def _release(shard: Any, fd: int, ledger: SideLedger) -> None:
+#: The stores this process holds the lock of (real path of the index's directory -> pid), from
+#: ``_open`` to ``_release``: a second memory of this process on one is told so (``common.OpenHere``),
+#: not that another process has it. By pid: a forked child's copy names its parent's.
+_HELD: dict[str, int] = {}
+
+
+def _key(root: Path) -> str:
+    return os.path.realpath(root)
+
+
+def _lock(fd: int, root: Path) -> None:
+    """The store's exclusive lock on ``fd``, at once: ``common.OpenHere`` when another memory of this
+    process holds it, else the lock's ``BlockingIOError`` (another process: ``common.RULES``)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        if _HELD.get(_key(root)) == os.getpid():
+            raise OpenHere(f"its lock is held by this process (pid {os.getpid()})") from None
+        raise
+
+
+def _release(shard: Any, fd: int, ledger: SideLedger, key: str) -> None:
     """Flush and close the shard, close the ledger, then unlock (the next opener finds all closed)."""
     try:
         shard.flush()
@@ -345,4 +370,5 @@ def _release(shard: Any, fd: int, ledger: SideLedger) -> None:
         try:
             ledger.close()
         finally:
+            _HELD.pop(key, None)
             os.close(fd)

@@ -59,6 +59,7 @@ from .scripts import (
     UNEMBEDDED,
     UNMARK,
     VECTOR,
+    claim_index,
     namespace,
     session_tag,
 )
@@ -187,9 +188,8 @@ class RedisBackend(RedisReads, RedisErasures, RedisVectors, Engine):
         # A store never opened (no ``ns meta``, no index of 0.1) has no record to scan: its index skips
         # RediSearch's initial scan, which walks the server's whole keyspace and re-indexed the first
         # records saved meanwhile (BM25's statistics moved under two reads of one question).
-        fresh = not self._r.exists(self.ns + "meta") and f"{self.ns}idx".encode() not in self._r.execute_command(
-            "FT._LIST"
-        )
+        opened = claim_index(self._r, self.ns, self.index, self.where)  # refuses another index's store
+        fresh = not opened and f"{self.ns}idx".encode() not in self._r.execute_command("FT._LIST")
         skip = ("SKIPINITIALSCAN",) if fresh else ()
         try:
             made = bool(
@@ -202,7 +202,6 @@ class RedisBackend(RedisReads, RedisErasures, RedisVectors, Engine):
                 raise
             made = False
         upgraded = redis_v1(self._r, self.ns)
-        self._r.hsetnx(self.ns + "meta", INDEX_KEY, self.index)  # the name ``_indices`` reports
         redis_sessions(self._r, self.ns, self.index_name, empty=made and not upgraded)
         redis_saved(self._r, self.ns, self.index_name, empty=made and not upgraded)
         redis_expiry(self._r, self.ns, self.index_name, empty=made and not upgraded)

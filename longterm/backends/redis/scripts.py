@@ -20,6 +20,7 @@ from ...core.scope import safe_name, scope_key
 from ...core.windows import Ask
 from ...errors import BackendError
 from ...records import MemoryRecord, parse_record
+from ..index_names import refuse_another
 from .filtering import EXPIRES_FIELD, FILTER_FIELD
 
 START_HINT = "Run Redis Stack (image redis/redis-stack-server), or start redis-server with --loadmodule redisearch.so."
@@ -295,3 +296,17 @@ def namespace(prefix: str, index: str) -> str:
     script over several of them needs."""
     safe = safe_name(index, SEGMENT)
     return f"{prefix}{safe}:" if prefix.count(":") == 1 else f"{prefix}{{{safe}}}:"
+
+
+def claim_index(r: Any, ns: str, index: str, where: str) -> bool:
+    """Whether ``ns meta`` existed (the store was opened before), once the store is ``index``'s: its
+    ``INDEX_KEY`` written where absent (a new store, or one of an earlier release), and a store naming
+    another index refused (``index_names``). One round trip when it names ``index`` already; ``HSETNX``:
+    of two processes making one store at once, one names it and the other reads that name."""
+    meta = f"{ns}meta"
+    with r.pipeline(transaction=False) as pipe:
+        opened, held = pipe.exists(meta).hget(meta, INDEX_KEY).execute()
+    if held is None and not r.hsetnx(meta, INDEX_KEY, index):
+        held = r.hget(meta, INDEX_KEY)
+    refuse_another("redis", f"{where} (keys {ns}*)", None if held is None else held.decode(), index)
+    return bool(opened)
