@@ -25,7 +25,7 @@ from ..locate import RULE
 from ..ui.cli import ui  # click only; Starlette is imported when `longterm ui` runs
 from .commands import delete, demo, doctor, search, stats
 from .facts import facts
-from .opening import json_object, with_uri
+from .opening import check_store, json_object, with_uri
 from .output import errors_as_one_line, log_in_one_line
 from .reembed import reembed
 from .serving import mcp
@@ -116,6 +116,8 @@ def cli(ctx: click.Context, backend: str | None, config: str | None, index: str 
     if ctx.invoked_subcommand != "mcp":  # the server's stderr is a log: tracebacks of our bugs stay in it
         log_in_one_line()
     ctx.obj = with_uri(ctx, uri, {"backend": backend, "config": json_object("--config", config), "index": index})
+    if ctx.invoked_subcommand == "ui":  # it reads the store's path itself (longterm.ui.cli): checked here first
+        check_store(ctx)
 
 
 for _command in (demo, import_, search, stats, export, delete, update, migrate, reembed, mcp, doctor, facts, ui):

@@ -49,7 +49,8 @@ if TYPE_CHECKING:
 @click.command()
 @click.option(
     "--path",
-    type=click.Path(dir_okay=False),
+    type=click.Path(),  # a directory is the store check's one line (opening.store_file_problem), not a usage error
+    metavar="FILE",
     default=None,
     help="Keep the demo store here (default: a temporary file).",
 )
@@ -234,6 +235,7 @@ def delete(
         raise click.UsageError("pass --id or --session, not both.")
     if memory_id is not None and narrowed:
         raise click.UsageError("pass --id alone, or any of --session, --before and --filter.")
+    require_store(ctx)  # an erase where no store is finds nothing: it creates none either
     index = asyncio.run(locate_index(factory(ctx), app_name, user_id, index=given_index(ctx)))
     if memory_id is not None:
         what = f"memory {memory_id!r}"
@@ -297,7 +299,7 @@ def _sweep(ctx: click.Context, app_name: str, user_id: str, *, dry_run: bool, pu
     """``delete --expired``: the user's expired memories erased (or counted, ``dry_run``)."""
 
     async def go() -> None:
-        async with with_memory(ctx, app_name, user_id, read_only=dry_run) as memory:
+        async with with_memory(ctx, app_name, user_id, read_only=True) as memory:  # no store: nothing expired
             n = await memory.sweep_expired(app_name=app_name, user_id=user_id, dry_run=dry_run)
             if dry_run:
                 console.print(f"would delete {n} expired memories; nothing deleted (--dry-run)")

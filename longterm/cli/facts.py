@@ -24,7 +24,7 @@ import click
 
 from ..errors import ConfigurationError
 from ..facts import ModelError
-from .opening import with_memory
+from .opening import require_store, with_memory
 from .output import muted
 
 if TYPE_CHECKING:
@@ -48,6 +48,7 @@ def _run(ctx: click.Context, app_name: str, user_id: str, job: Callable[[LongTer
             "longterm facts needs the fact model: pass --base-url and --model (or set LONGTERM_FACTS_BASE_URL "
             "and LONGTERM_FACTS_MODEL)."
         )
+    require_store(ctx)  # no store holds no facts: none is made to say so
 
     async def go() -> T:
         async with with_memory(ctx, app_name, user_id, facts=model) as memory:

@@ -7,7 +7,10 @@ already, or on the index given (else the facade's default) when it names no user
 and the memory is closed on every path. ``open_memory`` and ``factory`` open without closing,
 for what keeps a memory of its own (``doctor``, the MCP server, ``locate``'s probes);
 ``listed_indices`` names the indices a whole-store command covers. ``json_object`` reads a
-JSON option given inline or as ``@file.json``.
+JSON option given inline or as ``@file.json``. Before anything opens the store, ``check_store``
+(in ``with_memory`` and ``factory``) validates the configuration as the engine reads it, before
+any path it names is read, and refuses a local path that is a directory or no SQLite file;
+``require_store`` refuses a store that does not exist to a command that needs what it holds.
 
 Why one helper: every command takes the root's ``--backend``/``--config``/``--index`` (a
 subcommand group's own ``ctx.obj`` included, so they are read from the root context), and
@@ -129,26 +132,43 @@ def open_memory(
 
 
 def factory(ctx: click.Context, **overrides: Any) -> MemoryFactory:
-    """Opens a memory on a named index of the store the options name (``locate``'s factory)."""
+    """Opens a memory on a named index of the store the options name (``locate``'s factory); the
+    store is checked first (``check_store``), before any probe opens it."""
+    check_store(ctx, **overrides)
     return lambda index: open_memory(ctx, index, **overrides)
 
 
-def store_path(ctx: click.Context) -> Path | None:
-    """The file or directory of the embedded store the options name (None: a server)."""
-    opts = root_options(ctx)
+def check_config(ctx: click.Context, **overrides: Any) -> None:
+    """The options' ``backend_config`` as the engine reads it (a memory built, never opened): a key
+    or value it refuses is its own ``ConfigurationError`` ("'path': Input should be a valid
+    string"), raised before anything reads the path the configuration names."""
+    open_memory(ctx, **overrides).close_sync(flush=False)
+
+
+def _backend(ctx: click.Context) -> str:
     from ..memory.settings import default_backend
 
-    return embedded_store((opts["backend"] or default_backend()).strip().lower(), opts["config"])
+    return (root_options(ctx)["backend"] or default_backend()).strip().lower()
+
+
+def store_path(ctx: click.Context, **overrides: Any) -> Path | None:
+    """The file or directory of the embedded store the options name (None: a server), once the
+    configuration is valid (``check_config``)."""
+    check_config(ctx, **overrides)
+    return embedded_store(_backend(ctx), {**root_options(ctx)["config"], **overrides})
 
 
 def store_where(ctx: click.Context) -> str:
     """The store the options name, as ``stats`` and ``doctor`` print it first: its backend and
-    location (a file or directory, or a server's address with no secret)."""
-    from ..memory.settings import default_backend
-
-    path = store_path(ctx)
+    location (a file or directory, or a server's address with no secret); a configuration the
+    engine refuses says so (``doctor`` lists why)."""
+    backend = root_options(ctx)["backend"] or _backend(ctx)
+    try:
+        path = store_path(ctx)
+    except LongTermMemoryError:
+        return f"{backend} (not opened: the configuration is invalid)"
     if path is not None:
-        return f"{root_options(ctx)['backend'] or default_backend()} at {path}"
+        return f"{backend} at {path}"
     memory = open_memory(ctx)  # built, not opened: only its address is read
     where = str(getattr(memory.backend_instance, "where", "") or "?")
     memory.close_sync(flush=False)
@@ -156,14 +176,53 @@ def store_where(ctx: click.Context) -> str:
 
 
 def require_store(ctx: click.Context) -> None:
-    """A read-only command's first step: "no store at PATH" (exit 1) where the embedded store the
-    options name does not exist, instead of creating an empty one to find nothing in it."""
+    """The first step of a command that needs what a store holds (a read, an erase, an update): "no
+    store at PATH" (exit 1) where the embedded store the options name does not exist, instead of
+    creating an empty one to find nothing in it."""
     path = store_path(ctx)
     if path is not None and not path.exists():
         fail(
             f"no store at {path}: nothing was saved there yet. Run where the store is, or name it "
             """(--config '{"path": "..."}', LONGTERM_HOME)."""
         )
+
+
+#: The first bytes of every SQLite database file (an empty file is one too: SQLite writes it).
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def store_file_problem(backend: str, config: Mapping[str, Any], option: str = "--config") -> str | None:
+    """What is wrong with the local store file ``config`` names, before the engine opens it (None:
+    nothing, or no local store): a directory, or a file that is no SQLite database (a transcript
+    given as the store, a damaged file). The engine would warn about its rights (``chmod 600``)
+    and fail with SQLite's words; the path is named once, with what to do (``option``: where the
+    path was given)."""
+    path = embedded_store(backend.strip().lower(), dict(config))
+    if backend.strip().lower() != "local" or path is None:
+        return None
+    if path.is_dir():
+        return f"{path} is a directory: a local store is one file; name a file in it, such as {path / 'memory.db'}."
+    try:
+        with path.open("rb") as file:
+            head = file.read(len(SQLITE_HEADER))
+    except OSError:
+        return None  # missing (made at the first save) or unreadable: the engine says which
+    if head and head != SQLITE_HEADER:
+        return (
+            f"{path} is not a longterm store (not an SQLite database): name the store's file ({option} "
+            """'{"path": "..."}'), or, if it is a damaged store, restore it from a backup or move it aside."""
+        )
+    return None
+
+
+def check_store(ctx: click.Context, **overrides: Any) -> None:
+    """Every command's check before it opens the store: a valid configuration (``check_config``)
+    and, for a local store, a path that is a store file or none yet (``store_file_problem``)."""
+    path = store_path(ctx, **overrides)
+    if path is not None:
+        problem = store_file_problem(_backend(ctx), {**root_options(ctx)["config"], **overrides})
+        if problem is not None:
+            fail(problem)
 
 
 async def known_index(ctx: click.Context, memory: LongTermMemory) -> None:
@@ -193,6 +252,7 @@ async def with_memory(
     ``read_only``: a missing embedded store or an unknown ``--index`` is an error, not created."""
     if read_only:
         require_store(ctx)
+    check_store(ctx, **overrides)
     try:
         if index is None and app_name is not None and user_id is not None:
             index = await locate_index(factory(ctx, **overrides), app_name, user_id, index=given_index(ctx))

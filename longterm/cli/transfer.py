@@ -17,19 +17,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shlex
 import stat
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.text import Text
+from typing_extensions import override
 
 from ..errors import ConfigurationError
 from ..locate import locate_index, locate_indices
 from .filtering import filter_options, filters_of
-from .opening import JSONObject, factory, given_index, json_object, listed_indices, name_or_json, with_memory
+from .opening import (
+    JSONObject,
+    factory,
+    given_index,
+    json_object,
+    listed_indices,
+    name_or_json,
+    open_memory,
+    require_store,
+    store_file_problem,
+    with_memory,
+)
 from .output import console, fail, indices_phrase, safe
 
 if TYPE_CHECKING:
@@ -56,9 +69,45 @@ def _pending(memory: LongTermMemory) -> str | None:
     return pending if isinstance(pending, str) else None
 
 
+class _Bars(Progress):
+    """Progress bars shown from the first task on: a command that fails before it has one prints
+    its ``error:`` line alone (a bar started with none printed an empty line on stdout first)."""
+
+    @override
+    def __enter__(self) -> _Bars:
+        return self
+
+    @override
+    def add_task(self, *args: Any, **kwargs: Any) -> TaskID:
+        self.start()  # once: a started display ignores it
+        return super().add_task(*args, **kwargs)
+
+    @override
+    def stop(self) -> None:
+        if self.live.is_started:  # never started: nothing to end (a stopped one printed an empty line)
+            super().stop()
+
+
 def _progress() -> Progress:
     columns = TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
-    return Progress(*columns, console=console)
+    return _Bars(*columns, console=console)
+
+
+def _readable(path: str) -> None:
+    """``path`` as ``import`` reads it, checked first: a directory or a file it may not read is one
+    ``error:`` line naming it and what to do (a missing file: ``load_file``'s "no such file")."""
+    if os.path.isdir(path):
+        fail(f"{path} is a directory, not a transcript: name the files in it (longterm import {path}/*.jsonl).")
+    try:
+        os.close(os.open(path, os.O_RDONLY))
+    except FileNotFoundError:
+        return
+    except PermissionError:
+        fail(
+            f"cannot read {path}: permission denied; make it readable (chmod u+r {shlex.quote(path)}) or import a copy."
+        )
+    except OSError as exc:
+        fail(f"cannot read {path}: {exc.strerror or exc}.")
 
 
 @click.command("import")
@@ -99,6 +148,8 @@ def import_(
 
     overrides = _embedder(embedder)
     pol: Any = json_object("--policy", policy.strip()) if policy.strip()[:1] in ("{", "@") else policy
+    for f in files:
+        _readable(f)
 
     async def go() -> None:
         sessions: list[dict[str, Any]] = []
@@ -145,8 +196,16 @@ def import_(
 
 def _private_file(path: str) -> TextIO:
     """``path`` opened for writing as a file only its owner can read (0600), whatever the umask,
-    and made so when it existed with wider rights: an export holds every word a user said."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    and made so when it existed with wider rights: an export holds every word a user said. A path
+    it cannot write (a directory, a missing directory, no permission) is one ``error:`` line."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    except IsADirectoryError:
+        fail(f"-o {path} is a directory: name a file to write, such as {os.path.join(path, 'export.jsonl')}.")
+    except FileNotFoundError:
+        fail(f"cannot write {path}: its directory does not exist; make it first, or name a file elsewhere.")
+    except PermissionError:
+        fail(f"cannot write {path}: permission denied; name a file in a directory you may write to.")
     try:
         if stat.S_ISREG(os.fstat(fd).st_mode):  # not a FIFO or a terminal: those keep their rights
             os.fchmod(fd, 0o600)
@@ -162,7 +221,8 @@ def _private_file(path: str) -> TextIO:
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False),
+    type=click.Path(),  # a directory is _private_file's one line naming it, not a usage error
+    metavar="FILE",
     default=None,
     help="File to write, readable by its owner only (0600) (default: stdout).",
 )
@@ -224,6 +284,7 @@ def migrate(
 
     async def go() -> tuple[int, int, list[str]]:
         if app_name and user_id:
+            require_store(ctx)  # a source that does not exist has nothing to copy: it is not made
             index = await locate_index(factory(ctx), app_name, user_id, index=given_index(ctx))
             plan: dict[str, list[tuple[str, str]] | None] = {index: [(app_name, user_id)]}
         else:
@@ -233,6 +294,8 @@ def migrate(
                 f"--to-config names index {target_cfg['index']!r}, but the source has {len(plan)} indices "
                 f"({', '.join(map(repr, plan))}); pass --index to copy one of them into it."
             )
+        for index in plan:
+            await _not_itself(ctx, to_backend, target_cfg, index)
         copied = users = 0
         with _progress() as bar:
             for index, scopes in plan.items():
@@ -254,6 +317,31 @@ def migrate(
     copied, users, indices = asyncio.run(go())
     where = f" from {indices_phrase(indices)}" if indices else ""
     console.print(f"copied {copied} memories of {users} users{where} to {escape(safe(to_backend))}")
+
+
+async def _not_itself(ctx: click.Context, to_backend: str, target_cfg: JSONObject, index: str) -> None:
+    """The target checked before anything is copied: a local path that is no store file is its one
+    line (``store_file_problem``), and a target that is the source itself (the same engine, store
+    and index: the engines' ``store_id``, their resolved location) is an error, where the copy
+    wrote every record onto itself and said it had copied them. Another path, or another index of
+    the same store, stays a copy."""
+    from ..memory import LongTermMemory
+
+    problem = store_file_problem(to_backend, target_cfg, "--to-config")
+    if problem is not None:
+        fail(f"the target: {problem}")
+    source = open_memory(ctx, index)  # built, not opened: only where it is is read
+    here = getattr(source.backend_instance, "store_id", None)
+    where = getattr(source.backend_instance, "where", None) or "?"
+    await source.close(flush=False)
+    target = LongTermMemory(backend=to_backend, backend_config=target_cfg, index=index)
+    there = getattr(target.backend_instance, "store_id", None)
+    await target.close(flush=False)
+    if isinstance(here, str) and here == there:
+        fail(
+            f"the target is the store itself ({source.backend_name} at {where}, index {index!r}): nothing to "
+            "copy. Name another store with --to-backend and --to-config (another path, URL or prefix)."
+        )
 
 
 async def _copy(source: LongTermMemory, target: LongTermMemory, app: str, user: str) -> int:
@@ -287,6 +375,7 @@ def update(
 ) -> None:
     """Correct one memory's words or metadata; its id stays, and the old words go as an erase's do."""
     meta = json_object("--metadata", metadata) if metadata is not None else None
+    require_store(ctx)  # no store holds no memory to correct: none is made to say so
 
     async def go() -> None:
         async with with_memory(ctx, app_name, user_id) as memory:

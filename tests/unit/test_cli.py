@@ -11,6 +11,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from longterm import LongTermMemory
 from longterm.cli import cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -273,6 +274,8 @@ def test_escape_sequences_in_stored_text_and_ids_never_reach_the_terminal(tmp_pa
 
 
 def test_delete_with_no_answer_on_stdin_is_one_error_line_and_deletes_nothing(tmp_path: Path):
+    with LongTermMemory(backend_config={"path": str(tmp_path / "m.db")}) as store:  # a store: the erase asks first
+        store.add_sync("I grow figs", user_id="u")
     config = json.dumps({"path": str(tmp_path / "m.db")})
     r = run("--config", config, "delete", "--app", "a", "--user", "u", input="")
     errors = [line for line in r.output.splitlines() if line.startswith("error:")]
