@@ -8,7 +8,7 @@ CLI serves it with uvicorn, tests too). The URL contract::
     /apps/{app}/users/{user}/facts[/{fact}]    facts; one fact's history
     /apps/{app}/users/{user}/sessions/{session}   a session's timeline
     /apps/{app}/users/{user}/memories/{memory} one memory whole
-    /apps/{app}/users/{user}/erase[?memory=|?session=]   GET: what goes; POST: erase it
+    /apps/{app}/users/{user}/erase[?memory=|?session=]   GET: what goes; POST: erase what its form names
     /apps/{app}/users/{user}/export            JSON Lines download (``longterm import`` restores it)
     /login, /logout, /ui.css
 
@@ -256,7 +256,9 @@ class UI:
         frame = self._frame(who)
         assert frame is not None
         back = views.user_url(app, user)
-        if request.method == "POST":
+        if request.method == "POST":  # what goes is named in the form, the whole user explicitly
+            if not memory_id and not session_id and args.get("all") != "1":
+                raise Refused(400, "name what to erase in the form: memory=ID, session=ID, or all=1 for the whole user")
             n = await self.data.erase(app, user, memory_id=memory_id, session_id=session_id)
             return HTMLResponse(views.done(f"erased {n} memories", back, frame))
         what, items, fields = await self._going(app, user, memory_id, session_id)
@@ -279,7 +281,7 @@ class UI:
             items = [t(m["text"], cut=200) for m in s["memories"]]
             return f"the {len(items)} memories of session {t(session_id)}", items, {"session": session_id}
         n = sum(r["memories"] for r in await self.data.overview() if r["app"] == app and r["user"] == user)
-        return f"ALL {n} memories of user {t(user)} in app {t(app)}", [f"{n} memories, facts included"], {}
+        return f"ALL {n} memories of user {t(user)} in app {t(app)}", [f"{n} memories, facts included"], {"all": "1"}
 
 
 def _local(target: str | None) -> str:

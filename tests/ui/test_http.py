@@ -115,8 +115,14 @@ def test_a_post_needs_the_same_origin_and_the_csrf_token(erasable: UIServer) -> 
     ]:
         refused = httpx.post(url, headers=headers, data=data, timeout=15)
         assert refused.status_code == 403, (headers, data)
-    assert get(erasable.url + "/api" + ALICE).json()["memories"]  # nothing went
-    done = httpx.post(url, headers={"Origin": own, "Sec-Fetch-Site": "same-origin"}, data={"csrf": csrf}, timeout=15)
+    same = {"Origin": own, "Sec-Fetch-Site": "same-origin"}
+    # A POST that names nothing in its form (the id only in the URL, or empty) erased the whole user.
+    some_id = get(erasable.url + "/api" + ALICE).json()["memories"][0]["id"]
+    for where, data in [(f"?memory={some_id}", {"csrf": csrf}), ("", {"csrf": csrf, "memory": ""})]:
+        unnamed = httpx.post(url + where, headers=same, data=data, timeout=15)
+        assert unnamed.status_code == 400 and "all=1 for the whole user" in unnamed.text, where
+    assert len(get(erasable.url + "/api" + ALICE).json()["memories"]) > 1  # nothing went
+    done = httpx.post(url, headers=same, data={"csrf": csrf, "all": "1"}, timeout=15)
     assert done.status_code == 200 and f"erased {ALICE_COUNT} memories" in done.text
 
 

@@ -179,8 +179,8 @@ class MetadataValues:
         app = memory.default_app
         fine = make_record("a restored memory", app=app, user=_USER, event="e1", metadata={"n": 2**53 - 1})
         for n, (name, meta, where) in enumerate(REFUSED):
-            if not all(isinstance(k, str) for k in meta):
-                continue  # a MemoryRecord's metadata has string keys at the top (pydantic)
+            if not all(isinstance(k, str) for k in meta) or name == "deeper than kept":
+                continue  # string keys at the top (pydantic); a record as stored may nest as an older release kept it
             bad = make_record("a refused memory", app=app, user=_USER, event=f"bad{n}", metadata=meta)
             with pytest.raises(InvalidInputError) as refused:
                 await memory.upsert_records([fine, bad])
