@@ -93,7 +93,7 @@ def main() -> None:
             a, b = statistics.median(marked) * 1000, statistics.median(plain) * 1000
             table.add_row(f"{n:,}", f"{a:.2f}", f"{b:.2f}", f"{a / b:.2f}x")
         Console().print(table)
-        memory.portal.call(memory.delete_memory(app_name=app, user_id=user))
+        memory.portal.call(memory.delete_memories(app_name=app, user_id=user))
     finally:
         memory.close_sync(flush=False)
         if server is not None and server.proc is not None:

@@ -280,7 +280,7 @@ def delete(
 
     async def go() -> None:
         async with with_memory(ctx, index=index) as memory:
-            if narrowed:
+            if narrowed or (memory_id is None and session_id is None):
                 n = await memory.delete_memories(
                     app_name=app_name, user_id=user_id, session_id=session_id, before=_when(before), filters=filters
                 )

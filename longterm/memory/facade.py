@@ -27,14 +27,14 @@ from typing import Any
 
 from .._sync import sync_twin
 from ..core.where import living
-from ..facts import SearchKind, is_fact
+from ..facts import SearchKind
 from ..messages import as_messages
 from ..policies import resolve_policy
 from ..records import Memory, MemoryPage, MemoryRecord, SaveResult, name_id
 from ..tools import MemoryTool
 from ..uri import parse_uri
 from . import inputs, lifetimes
-from .correcting import Corrector, narrowed
+from .correcting import Corrector
 from .reading import as_memory
 from .service import MemoryService
 
@@ -210,28 +210,6 @@ class LongTermMemory(MemoryService):
             filters=filters,
             dry_run=dry_run,
         )
-
-    async def delete_memories(
-        self,
-        *,
-        app_name: str,
-        user_id: str,
-        session_id: str | None = None,
-        before: datetime | float | str | None = None,
-        filters: Mapping[str, Any] | None = None,
-        dry_run: bool = False,
-    ) -> int:
-        """``delete_all`` (the simple API's) for any app: erase the memories of (app, user) of
-        ``session_id``, saved before ``before``, passing ``filters`` (none: all of them); how many
-        went (``dry_run``: would go, nothing erased)."""
-        app = app_name
-        spec = narrowed(filters, session_id, before)
-        if not dry_run and (spec is None or (before is None and not filters)):
-            return await self.delete_memory(app_name=app, user_id=user_id, session_id=session_id)
-        ids = [r.id async for r in self.iter_records(app_name=app, user_id=user_id, filters=spec) if not is_fact(r)]
-        if dry_run:
-            return len(ids)
-        return await self._own.eraser.erase(inputs.scope(app, user_id), memory_ids=ids)
 
     # -- the whole store ----------------------------------------------------------------
 

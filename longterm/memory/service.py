@@ -28,12 +28,12 @@ from ..core.ledger import Ledger
 from ..core.where import living
 from ..entries import MemoryServiceBase, SearchMemoryResponse
 from ..errors import InvalidInputError
-from ..facts import SearchKind
+from ..facts import SearchKind, is_fact
 from ..policies import MemoryAutoSavePolicy, resolve_policy
 from ..records import Hit, MemoryRecord, SaveResult, Scope, name_id
 from . import inputs, lifetimes
 from .closing import Closing
-from .correcting import Corrector
+from .correcting import Corrector, narrowed
 from .lifecycle import Lifecycle
 from .routing import Located, Route, Router
 from .searching import Ask
@@ -235,13 +235,24 @@ class MemoryService(MemoryServiceBase, Closing, MemorySettings):
     async def delete_memory(  # type: ignore[override]  # returns how many went; ADK's returns None
         self, *, app_name: str, user_id: str, memory_id: str | None = None, session_id: str | None = None
     ) -> int:
-        """Delete one memory by id, one session's memories (``session_id``), or (neither) erase
-        every memory of that user in that app; return how many were deleted.
+        """Delete one memory by id, or one session's memories (``session_id``); how many went.
 
-        What is erased stays erased: the ledger keeps the events as handled, so saving a
-        session that is still live writes only its new events (``reconsider=True`` on a
-        save brings a session's events back explicitly).
+        With neither it is refused: ADK's method deletes "a single memory item by its id", and
+        ADK's ``Context.delete_memory()`` passes None, which erased every memory of the user here;
+        that is ``delete_memories``. What is erased stays erased: the ledger keeps the events as
+        handled, so saving a session that is still live writes only its new events
+        (``reconsider=True`` on a save brings a session's events back explicitly).
         """
+        inputs.scope(app_name, user_id)  # the scope's own errors first
+        if memory_id is None and session_id is None:
+            raise InvalidInputError(
+                "delete_memory erases one memory (memory_id=) or one session (session_id=); to erase every "
+                "memory of the user in the app, call delete_memories(app_name=..., user_id=...)."
+            )
+        return await self._erase(app_name, user_id, memory_id, session_id)
+
+    async def _erase(self, app_name: str, user_id: str, memory_id: str | None, session_id: str | None) -> int:
+        """One memory, one session, or (neither) every memory of (app, user) erased; how many went."""
         scope = inputs.scope(app_name, user_id)
         if memory_id is not None and session_id is not None:
             raise InvalidInputError("pass memory_id or session_id, not both.")
@@ -250,6 +261,28 @@ class MemoryService(MemoryServiceBase, Closing, MemorySettings):
         if session_id is not None:
             session_id = name_id("session_id", session_id)
         return await self._own.eraser.erase(scope, memory_id=memory_id, session_id=session_id)
+
+    async def delete_memories(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str | None = None,
+        before: datetime | float | str | None = None,
+        filters: Mapping[str, Any] | None = None,
+        dry_run: bool = False,
+    ) -> int:
+        """``delete_all`` (the simple API's) for any app: erase the memories of (app, user) of
+        ``session_id``, saved before ``before``, passing ``filters`` (none: all of them); how many
+        went (``dry_run``: would go, nothing erased)."""
+        app = app_name
+        spec = narrowed(filters, session_id, before)
+        if not dry_run and (spec is None or (before is None and not filters)):
+            return await self._erase(app, user_id, None, session_id)
+        ids = [r.id async for r in self.iter_records(app_name=app, user_id=user_id, filters=spec) if not is_fact(r)]
+        if dry_run:
+            return len(ids)
+        return await self._own.eraser.erase(inputs.scope(app, user_id), memory_ids=ids)
 
     # -- scoped reads beyond ADK --------------------------------------------------------
 
@@ -304,6 +337,7 @@ class MemoryService(MemoryServiceBase, Closing, MemorySettings):
     add_events_to_memory_sync = sync_twin(add_events_to_memory)
     search_memory_sync = sync_twin(search_memory)
     delete_memory_sync = sync_twin(delete_memory)
+    delete_memories_sync = sync_twin(delete_memories)
     get_user_profile_sync = sync_twin(get_user_profile)
     located_sync = sync_twin(located)
     count_sync = sync_twin(count)

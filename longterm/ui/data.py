@@ -238,6 +238,8 @@ class Inspector:
     async def erase(self, app: str, user: str, *, memory_id: str | None = None, session_id: str | None = None) -> int:
         """Erase one memory, one session, or (neither) every memory of the user in the app; how many went."""
         memory = await self.where(app, user)
+        if memory_id is None and session_id is None:
+            return await memory.delete_memories(app_name=app, user_id=user)
         return await memory.delete_memory(app_name=app, user_id=user, memory_id=memory_id, session_id=session_id)
 
     async def export(self, app: str, user: str) -> list[str]:

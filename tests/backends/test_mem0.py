@@ -111,7 +111,7 @@ async def test_erased_memories_stay_erased_and_new_events_are_saved(tmp_path: Pa
     memory = _oss(tmp_path / "m")
     s = make_session(turns=[("user", "my locker code is 4711"), ("user", "I like green tea")])
     await memory.add_session_to_memory(s)
-    assert await memory.delete_memory(app_name="app", user_id="u1") == 2
+    assert await memory.delete_memories(app_name="app", user_id="u1") == 2
     again = await memory.add_session_to_memory(s)  # the session is still live
     assert (again.new_events, again.saved) == (0, 0)
     assert await memory.count(app_name="app", user_id="u1") == 0

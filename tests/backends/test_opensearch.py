@@ -334,7 +334,7 @@ async def test_erase_goes_again_after_conflicts_and_rejections_and_counts_each_m
     pages = [["a", "b", "c"], ["b", "c"], ["c"], []]
     server = stub(_erase_rounds(pages, [[201, 409, 429], [201, 409], [201]]))
     memory = LongTermMemory(backend="opensearch", backend_config={"url": server.url, "index": "app"})
-    assert await memory.delete_memory(app_name="app", user_id="u1") == 3
+    assert await memory.delete_memories(app_name="app", user_id="u1") == 3
     tombstones = [b for b in server.requests("/_bulk")]
     assert len(tombstones) == 3 and all(b'"if_seq_no"' in b and b'{"erased": true}' in b for b in tombstones)
     await memory.close()

@@ -293,7 +293,7 @@ async def test_erasing_a_session_or_a_user_over_many_batches_takes_exactly_those
     left = [r async for r in memory.iter_records(app_name="app", user_id="u1")]
     assert len(left) == 1200 and {r.session_id for r in left} == {"s1"}
     assert (await memory.search_memory(app_name="app", user_id="u1", query="marker2")).memories == []
-    assert await memory.delete_memory(app_name="app", user_id="u1") == 1200
+    assert await memory.delete_memories(app_name="app", user_id="u1") == 1200
     assert await memory.count(app_name="app", user_id="u1") == 0
     assert (await memory.search_memory(app_name="app", user_id="u1", query="marker1")).memories == []
     assert await memory.count(app_name="app", user_id="u2") == 3
@@ -355,7 +355,7 @@ async def test_stores_with_prefixes_of_several_segments_never_see_each_others_ke
         assert await memory.scopes() == [("app", "u1", 3)]
         assert await memory.indices() == [index]
     # Erase the first: the second keeps every memory, and its ledger still holds its own events.
-    assert await stores[0].delete_memory(app_name="app", user_id="u1") == 3
+    assert await stores[0].delete_memories(app_name="app", user_id="u1") == 3
     assert await stores[0].count(app_name="app", user_id="u1") == 0
     assert await stores[0].scopes() == []
     assert await texts(stores[1]) == {f"shared omega fact {i}" for i in range(3)}
@@ -363,7 +363,7 @@ async def test_stores_with_prefixes_of_several_segments_never_see_each_others_ke
     assert (await stores[1].add_session_to_memory(make_session(turns=turns("omega")))).saved == 0
     # And the other way round, with the first saved again.
     assert (await stores[0].add_session_to_memory(make_session(turns=turns("alpha")), reconsider=True)).saved == 3
-    assert await stores[1].delete_memory(app_name="app", user_id="u1") == 3
+    assert await stores[1].delete_memories(app_name="app", user_id="u1") == 3
     assert await texts(stores[0]) == {f"shared alpha fact {i}" for i in range(3)}
     for memory in stores:
         await memory.close()

@@ -109,7 +109,7 @@ async def test_an_erase_never_waits_for_the_model(tmp_path: Path, chat: Scripted
     await m.add_session_to_memory(said(1, "I live in Porto."))
     await m.add_session_to_memory({**said(1, "I'm vegan."), "user_id": "bob"})
     try:
-        assert await asyncio.wait_for(m.delete_memory(app_name=APP, user_id="bob"), 10) == 1
+        assert await asyncio.wait_for(m.delete_memories(app_name=APP, user_id="bob"), 10) == 1
         assert await asyncio.wait_for(m.delete_memory(app_name=APP, user_id=USER, session_id="s1"), 10) == 1
     finally:
         chat.gate.set()

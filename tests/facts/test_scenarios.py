@@ -127,7 +127,7 @@ async def test_erasing_a_session_or_the_user_erases_the_facts_they_produced(
     assert await current(m) == ["The user lives in Porto", "The user is vegetarian"]  # Porto is current again
     assert "Lisbon" not in await m.get_user_profile(USER, app_name=APP)
 
-    await m.delete_memory(app_name=APP, user_id=USER)
+    await m.delete_memories(app_name=APP, user_id=USER)
     assert await every(m) == [] and await m.get_user_profile(USER, app_name=APP) == ""
     await m.add_session_to_memory(said(2, "I'm vegetarian."))  # erased stays erased: nothing is new
     assert await m.flush_facts() == 0 and await every(m) == []

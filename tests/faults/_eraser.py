@@ -92,7 +92,7 @@ async def main() -> None:
     clock = (lambda: float(arg)) if how == "expired" else None
     async with LongTermMemory(backend=backend, backend_config=config, app_name=app, clock=clock) as memory:
         if how == "user":
-            n = await memory.delete_memory(app_name=app, user_id=user)
+            n = await memory.delete_memories(app_name=app, user_id=user)
         elif how == "before":
             n = await memory.delete_all(user_id=user, before=float(arg))
         elif how == "sessions":

@@ -81,7 +81,7 @@ def _calls(memory: LongTermMemory) -> dict[str, Callable[[], Any]]:
         "count": lambda: memory.count(app_name="app", user_id="u1"),
         "delete one": lambda: memory.delete_memory(app_name="app", user_id="u0", memory_id="nope"),
         "delete a session": lambda: memory.delete_memory(app_name="app", user_id="u1", session_id="s1"),
-        "erase a user": lambda: memory.delete_memory(app_name="app", user_id="u2"),
+        "erase a user": lambda: memory.delete_memories(app_name="app", user_id="u2"),
         "iter_records": scan,
         "upsert_records": lambda: memory.upsert_records([record]),
     }

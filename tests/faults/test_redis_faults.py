@@ -227,8 +227,8 @@ def test_an_erase_whose_reply_is_lost_and_is_repeated_leaves_nothing_searchable(
     bounded(lambda: memory.add_session_to_memory_sync(session))
     assert bounded(lambda: memory.delete_memory_sync(app_name="app", user_id="u1", memory_id="none")) == 0
     with reply_lost(1), pytest.raises(BackendUnavailableError):
-        bounded(lambda: memory.delete_memory_sync(app_name="app", user_id="u1"))
-    bounded(lambda: memory.delete_memory_sync(app_name="app", user_id="u1"))
+        bounded(lambda: memory.delete_memories_sync(app_name="app", user_id="u1"))
+    bounded(lambda: memory.delete_memories_sync(app_name="app", user_id="u1"))
     assert bounded(lambda: memory.count_sync(app_name="app", user_id="u1")) == 0
     assert texts(memory, "zebra") == []
     bounded(memory.close_sync)

@@ -108,7 +108,7 @@ def test_every_call_after_close_says_the_memory_is_closed(backend: str, tmp_path
         lambda: m.search_memory_sync(app_name="app", user_id="u1", query="hiking"),
         lambda: m.count_sync(app_name="app", user_id="u1"),
         lambda: m.add_session_to_memory_sync(make_session(sid="s2")),
-        lambda: m.delete_memory_sync(app_name="app", user_id="u1"),
+        lambda: m.delete_memories_sync(app_name="app", user_id="u1"),
         lambda: asyncio.run(m.count(app_name="app", user_id="u1")),
         lambda: asyncio.run(m.search_memory(app_name="app", user_id="u1", query="hiking")),
     ]

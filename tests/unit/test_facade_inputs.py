@@ -372,6 +372,10 @@ async def test_delete_of_no_id_is_refused_and_erases_nothing(tmp_path: Path):
         with pytest.raises(InvalidInputError, match="memory_id must be a string"):
             await memory.delete(wrong, user_id="u1")  # type: ignore[arg-type]
     assert len((await memory.get_all(user_id="u1")).memories) == 2
+    # ADK's Context.delete_memory() passes memory_id=None to the service's delete_memory: refused too
+    with pytest.raises(InvalidInputError, match=r"delete_memory erases one memory .* call delete_memories"):
+        await memory.delete_memory(app_name="app", user_id="u1", memory_id=None)
+    assert await memory.delete_memories(app_name="app", user_id="u1") == 2
     await memory.close()
 
 

@@ -168,7 +168,7 @@ async def test_deep_tool_calls_and_metadata_save_and_read_back(
 
     replay = await memory.add_session_to_memory(deep_session(levels), auto_save_memory_policy=KEEP_ALL)
     assert replay.new_events == 0
-    assert await memory.delete_memory(app_name="app", user_id="u1") == 5
+    assert await memory.delete_memories(app_name="app", user_id="u1") == 5
     assert await memory.count(app_name="app", user_id="u1") == 0
 
 
@@ -182,7 +182,7 @@ async def test_a_store_holding_an_over_deep_record_stays_searchable_and_erasable
     await memory.upsert_records([old])
     assert await texts(memory, "plum from before") == ["plum from before"]
     assert [r.event_id for r in await records(memory)] == ["old"]
-    assert await memory.delete_memory(app_name="app", user_id="u1") == 1
+    assert await memory.delete_memories(app_name="app", user_id="u1") == 1
     assert await memory.count(app_name="app", user_id="u1") == 0
 
 

@@ -168,7 +168,7 @@ async def test_what_a_user_erased_stays_erased_while_new_events_are_saved():
     memory = LongTermMemory()
     s = make_session(turns=[("user", "remember me")])
     await memory.add_session_to_memory(s)
-    await memory.delete_memory(app_name="app", user_id="u1")
+    await memory.delete_memories(app_name="app", user_id="u1")
     assert (await memory.add_session_to_memory(s)).saved == 0  # the live session does not bring it back
     assert await memory.count(app_name="app", user_id="u1") == 0
     s["events"].append({"id": "new", "author": "user", "content": {"role": "user", "parts": [{"text": "a new thing"}]}})

@@ -29,7 +29,7 @@ async def test_the_service_alone_saves_searches_erases_and_closes(tmp_path: Path
     assert (await service.add_session_to_memory(make_session(turns=[("user", "plum jam")]))).saved == 1
     found = await service.search_memory(app_name="app", user_id="u1", query="plum")
     assert [e.custom_metadata["backend"] for e in found.memories] == ["local"]
-    assert await service.delete_memory(app_name="app", user_id="u1") == 1
+    assert await service.delete_memories(app_name="app", user_id="u1") == 1
     await service.close()
 
 

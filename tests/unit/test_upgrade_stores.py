@@ -116,7 +116,7 @@ async def test_a_schema_2_store_moves_to_per_scope_rowids_and_keeps_everything(t
         assert (await memory.add("I work late on Mondays", user_id="bob")).saved == 1
         found = [h.text for h in await memory.search("work", user_id="bob")]
         assert sorted(found[:2]) == ["I work from home on Fridays", "I work late on Mondays"]
-        assert await memory.delete_memory(app_name="travel", user_id="alice") == 3
+        assert await memory.delete_memories(app_name="travel", user_id="alice") == 3
         assert await memory.search("passport", user_id="alice") == []
     finally:
         await memory.close()

@@ -141,7 +141,7 @@ class Concurrency:
         with pytest.raises(LongTermMemoryError):
             await m.add_session_to_memory(make_session("s2"))
         with pytest.raises(LongTermMemoryError):
-            await m.delete_memory(app_name="app", user_id="u1")
+            await m.delete_memories(app_name="app", user_id="u1")
         s = open_memory()
         assert s.count_sync(app_name="app", user_id="u1") == 1
         s.close_sync()

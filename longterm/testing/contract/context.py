@@ -112,7 +112,7 @@ class Context:
         assert await around(memory, [got["e2"]], 2, 2) == [([], [])]  # the erased anchor itself
         assert await memory.delete_memory(app_name="app", user_id="u1", session_id="s1") == 4
         assert await around(memory, [got["e0"], got["e2"], got["y0"]], 2, 2) == [([], []), ([], []), ([], ["y1"])]
-        assert await memory.delete_memory(app_name="app", user_id="u1") == 2
+        assert await memory.delete_memories(app_name="app", user_id="u1") == 2
         assert await around(memory, [got["y0"], got["y1"]], 2, 2) == [([], []), ([], [])]
 
     @pytest.mark.asyncio

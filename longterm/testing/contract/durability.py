@@ -64,7 +64,7 @@ class Durability:
         assert sorted(await a.scopes()) == [("app", "u1", 2), ("other app", "u:2", 1)]
         assert sorted(await b.scopes()) == [("app", "u3", 1)]
         assert {"listed_a", "listed_b"} <= set(await a.indices())
-        await a.delete_memory(app_name="other app", user_id="u:2")
+        await a.delete_memories(app_name="other app", user_id="u:2")
         assert sorted(await a.scopes()) == [("app", "u1", 2)]
 
     @pytest.mark.asyncio

@@ -31,7 +31,7 @@ class Erasing:
         # an id of another user's memory deletes nothing
         other = (await memory.search_memory(app_name="app", user_id="u2", query="alpha")).memories[0].id
         assert await memory.delete_memory(app_name="app", user_id="u1", memory_id=other) == 0
-        assert await memory.delete_memory(app_name="app", user_id="u1") == 1
+        assert await memory.delete_memories(app_name="app", user_id="u1") == 1
         assert await memory.count(app_name="app", user_id="u1") == 0
         assert await search_texts(memory, "app", "u1", "alpha") == []
         assert await search_texts(memory, "app", "u2", "alpha") == ["alpha fact of u2"]
@@ -67,7 +67,7 @@ class Erasing:
     async def test_what_a_user_erased_stays_erased(self, memory: LongTermMemory):
         s = make_session(turns=[("user", "I live in Lisbon"), ("user", "my dog is called Rex")])
         assert (await memory.add_session_to_memory(s)).saved == 2
-        assert await memory.delete_memory(app_name="app", user_id="u1") == 2
+        assert await memory.delete_memories(app_name="app", user_id="u1") == 2
         # the session is still live and saved again: what was erased does not come back
         again = await memory.add_session_to_memory(s)
         assert (again.new_events, again.saved) == (0, 0)

@@ -73,7 +73,7 @@ class Saving:
         assert await memory.count(app_name="app", user_id="bob") == 0
         assert await search_texts(memory, "app", "alice", "passport") == ["alice passport number"]
         await memory.upsert_records([moved.model_copy(update={"id": moved.own_id()})])
-        assert await memory.delete_memory(app_name="app", user_id="alice") == 1
+        assert await memory.delete_memories(app_name="app", user_id="alice") == 1
         assert await search_texts(memory, "app", "bob", "diary") == ["bob private diary"]
 
     @pytest.mark.asyncio
