@@ -11,9 +11,10 @@ shares its users' memories (``memory.routing``'s index rule decides the index).
 Why ids from keys: the OpenAI Agents SDK and Pydantic AI hand a run's items again and again
 (each model call's input holds the items before it; a session replays its history), often
 without an id, or with a placeholder one model gives every item. A message's id is a digest
-of its key (its role, content, call ids, its own id or time when it has them) and of how
-many identical keys came before it in the list, so the same item handed again is the same
-event, which the ledger saves once, and a repeated "yes" later in a conversation is a new one.
+of its key (its role, content, call ids, its own id when it has one; never a time, which a
+rebuilt history changes) and of how many identical keys came before it in the list, so the
+same item handed again is the same event, which the ledger saves once, and a repeated "yes"
+later in a conversation is a new one.
 """
 
 from __future__ import annotations

@@ -12,14 +12,17 @@ user ``"langgraph"``), of the session ``json.dumps(namespace)`` and the event ``
 ``record_id`` of those four, so a put over a key overwrites it and a put after a delete writes
 it again (``upsert_records``: an explicit write, not a ledgered save). The value is kept whole in
 the record's metadata, under ``"lg"``, with the namespace (``ns`` and one ``ns_<i>`` per
-element), the times and the TTL; a search's prefix and ``filter`` are longterm filters on those
-paths (``lg.ns_0``, ``lg.value.color``), applied by the engine before its cut, then checked
-again with LangGraph's own meaning (exact lists, nested objects). The record's text is the
-item's indexed fields (``index["fields"]``, or the ``index=`` list of the put; the whole value
-as JSON by default); ``index=False`` keeps no words. With an ``index`` config the fields'
-vectors (its ``embed``) are kept in the record's content and a query ranks by cosine
-similarity, as LangGraph's stores score; without one a query is longterm's hybrid search and
-``score`` its calibrated score.
+element), the times and the TTL; a search's prefix and ``filter`` become a longterm filter on
+those paths (``lg.ns_0``, ``lg.value.color``) that every matching item passes, applied by the
+engine before its cut (``langgraph_items.where``), then the whole filter is checked with
+LangGraph's own meaning (exact lists, nested objects). Why a query's search is widened until
+``offset + limit`` hits pass that check (or the user has no more): ``limit`` is the most items
+returned, and no match may be cut before it is counted. A negative ``offset`` or ``limit``
+reads as on LangGraph's ``InMemoryStore``. The record's text is the item's indexed fields
+(``index["fields"]``, or the ``index=`` list of the put; the whole value as JSON by default);
+``index=False`` keeps no words. With an ``index`` config the fields' vectors (its ``embed``)
+are kept in the record's content and a query ranks by cosine similarity, as LangGraph's stores
+score; without one a query is longterm's hybrid search and ``score`` its calibrated score.
 
 TTL is in minutes, as LangGraph has it: ``expires_at`` of the record, on the memory's clock; an
 expired item is never returned (longterm checks expiry at every read); ``refresh_ttl`` on a get
@@ -60,6 +63,7 @@ from langgraph.store.base import (  # noqa: E402
 )
 
 from ..memory.facade import LongTermMemory  # noqa: E402
+from ..memory.inputs import MAX_TOP_K  # noqa: E402
 from ..records import MemoryRecord, record_id  # noqa: E402
 from . import langgraph_items as items  # noqa: E402
 from .langgraph_items import META  # noqa: E402
@@ -70,8 +74,10 @@ __all__ = ["LongTermStore"]
 VECTORS = "lg_vectors"
 #: The user of namespaces that name none (``user_at=None``, or a namespace too short).
 DEFAULT_USER = "langgraph"
-#: How many records a longterm search may return at once (``top_k``).
-_MAX_TOP_K = 1000
+#: A search's hit: its score, its user, its record (None: a hybrid search's, kept as metadata), its metadata.
+Scored = tuple[float | None, str, MemoryRecord | None, Mapping[str, Any]]
+#: How much wider each step of a search whose hits the whole filter thinned out asks (``_ranked``).
+WIDEN = 4
 
 
 class LongTermStore(BaseStore):
@@ -129,10 +135,6 @@ class LongTermStore(BaseStore):
             return [unicodedata.normalize("NFC", prefix[self.user_at])]
         users = {u for a, u, _ in await self.memory.scopes() if a == self.app}
         return sorted(users | {DEFAULT_USER})
-
-    @staticmethod
-    def _prefix_filter(prefix: Sequence[str]) -> dict[str, Any]:
-        return {f"{META}.ns_{i}": label for i, label in enumerate(prefix) if label != "*"}
 
     # -- items ------------------------------------------------------------------------------
 
@@ -214,41 +216,44 @@ class LongTermStore(BaseStore):
 
     async def _records(self, user: str, prefix: Sequence[str], filter_: Mapping[str, Any] | None) -> list[MemoryRecord]:
         """The user's items under ``prefix`` passing ``filter_`` (LangGraph's meaning)."""
-        spec = {**self._prefix_filter(prefix), **items.pushed(filter_)}
-        out = []
-        async for rec in self.memory.iter_records(app_name=self.app, user_id=user, filters=spec or None):
-            lg = rec.metadata.get(META)
-            if not isinstance(lg, dict) or tuple(lg["ns"])[: len(prefix)] != tuple(prefix):
-                continue
-            if filter_ and not all(items.compare(lg["value"].get(k), v) for k, v in filter_.items()):
-                continue
-            out.append(rec)
-        return out
+        spec = items.where(prefix, filter_)
+        return [
+            rec
+            async for rec in self.memory.iter_records(app_name=self.app, user_id=user, filters=spec)
+            if items.admits(rec.metadata, prefix, filter_)
+        ]
+
+    async def _ranked(self, op: SearchOp, users: list[str]) -> list[Scored]:
+        """longterm's hybrid retrieval of each user's items, merged by calibrated score. A user's
+        search is widened until ``offset + limit`` of its hits pass the whole filter or the user
+        has no more (all of them for a negative offset or limit: a slice then counts from the end)."""
+        prefix, query = tuple(op.namespace_prefix), op.query or ""
+        spec = items.where(prefix, op.filter)
+        want = op.offset + op.limit if min(op.offset, op.limit) >= 0 else MAX_TOP_K
+        scored: list[Scored] = []
+        for user in users if want > 0 else []:
+            top_k = min(want, MAX_TOP_K)
+            while True:
+                hits = await self.memory.search(query, user_id=user, top_k=top_k, kind="evidence", filters=spec)
+                found = [(m.score, user, None, m.metadata) for m in hits if items.admits(m.metadata, prefix, op.filter)]
+                if len(found) >= want or len(hits) < top_k or top_k >= MAX_TOP_K:
+                    break
+                top_k = min(top_k * WIDEN, MAX_TOP_K)
+            scored += found
+        scored.sort(key=lambda s: -(s[0] or 0.0))
+        return scored
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix, users = tuple(op.namespace_prefix), await self._users(op.namespace_prefix)
-        want = max(op.offset, 0) + max(op.limit, 0)
-        scored: list[tuple[float | None, str, MemoryRecord | None, Mapping[str, Any]]] = []
+        page: list[Scored]
         if op.query and self.embeddings is None:
-            # longterm's hybrid retrieval, each user's best, merged by calibrated score
-            spec = {**self._prefix_filter(prefix), **items.pushed(op.filter)}
-            for user in users:
-                hits = await self.memory.search(
-                    op.query, user_id=user, top_k=min(max(want, 1), _MAX_TOP_K), filters=spec or None
-                )
-                for m in hits:
-                    lg = m.metadata.get(META)
-                    if not isinstance(lg, dict) or tuple(lg["ns"])[: len(prefix)] != prefix:
-                        continue
-                    if op.filter and not all(items.compare(lg["value"].get(k), v) for k, v in op.filter.items()):
-                        continue
-                    scored.append((m.score, user, None, m.metadata))
-            scored.sort(key=lambda s: -(s[0] or 0.0))
+            page = (await self._ranked(op, users))[op.offset : op.offset + op.limit]
         else:
             records = [(u, r) for u in users for r in await self._records(u, prefix, op.filter)]
             if op.query:
                 qv = await self.embeddings.aembed_query(op.query)
-                with_vectors, scoreless = [], []
+                with_vectors: list[Scored] = []
+                scoreless: list[Scored] = []
                 for u, r in records:
                     vectors = r.content.get(VECTORS) or []
                     if vectors:
@@ -256,11 +261,11 @@ class LongTermStore(BaseStore):
                     else:
                         scoreless.append((None, u, r, r.metadata))
                 with_vectors.sort(key=lambda s: -(s[0] or 0.0))
-                scored = [*with_vectors, *scoreless]
+                page = items.vector_page(with_vectors, scoreless, op.offset, op.limit)
             else:
                 records.sort(key=lambda ur: (ur[1].metadata[META]["updated_at"], ur[1].id), reverse=True)
-                scored = [(None, u, r, r.metadata) for u, r in records]
-        page = scored[op.offset : op.offset + op.limit]
+                newest: list[Scored] = [(None, u, r, r.metadata) for u, r in records]
+                page = newest[op.offset : op.offset + op.limit]
         if op.refresh_ttl:
             for _, user, _, meta in page:
                 lg = meta[META]
@@ -274,12 +279,11 @@ class LongTermStore(BaseStore):
             if c.match_type == "prefix":
                 prefix = tuple(c.path)
         found: set[tuple[str, ...]] = set()
+        spec = items.where(prefix, None)
         for user in await self._users(prefix):
-            spec = self._prefix_filter(prefix)
-            async for rec in self.memory.iter_records(app_name=self.app, user_id=user, filters=spec or None):
-                lg = rec.metadata.get(META)
-                if isinstance(lg, dict):
-                    found.add(tuple(lg["ns"]))
+            async for rec in self.memory.iter_records(app_name=self.app, user_id=user, filters=spec):
+                if items.admits(rec.metadata, (), None):
+                    found.add(tuple(rec.metadata[META]["ns"]))
         spaces = [ns for ns in found if all(items.matches(c, ns) for c in conditions)]
         if op.max_depth is not None:
             spaces = sorted({ns[: op.max_depth] for ns in spaces})

@@ -10,8 +10,10 @@ The seam, over a ``LongTermMemory`` and its public API:
   ``hooks.agent_hooks`` is the same recorder as ``AgentHooks`` (``Agent(hooks=)``). It follows
   the items of each model call (``on_llm_start``'s input, ``on_llm_end``'s output) and, when the
   run ends, saves them as session ``session_id`` through the memory's auto-save policy (the
-  user's words by default; ``policy=`` another). ``await hooks.save()`` saves what it has seen
-  (after a run that raised, say).
+  user's words by default; ``policy=`` another). A store that fails then costs the run its save,
+  not its reply: the failure is logged (a warning) and the items kept, so the next run's save or
+  ``await hooks.save()`` writes them, once. ``await hooks.save()`` saves what it has seen (after a
+  run that raised, say); there a failure raises.
 - ``save_items(memory, items, user_id=, session_id=)``: the same save for items you hold
   (``result.to_input_list()``, a ``Session``'s items).
 - ``memory_instructions(memory, instructions, user_id=)``: dynamic instructions (the SDK's way to
@@ -35,7 +37,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import require
+from ..errors import LongTermMemoryError, require
 
 require("agents", package="openai-agents", extra="openai-agents", purpose="longterm.integrations.openai_agents")
 
@@ -54,6 +56,8 @@ log = logging.getLogger(__name__)
 MESSAGE_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 #: What tells the model that save_memory stored the text.
 SAVED = "Saved to long-term memory."
+#: How the log says a run's save failed (its items wait for the next save).
+NOT_SAVED = "long-term memory could not save this run's items; the next save writes them. Session"
 
 
 def _plain(item: Any) -> dict[str, Any]:
@@ -172,6 +176,8 @@ class _Recorder:
         memory.scope(app, user_id)  # a bad id is an error now, not at the end of the first run
         self.memory, self.app, self.user_id, self.session_id, self.policy = memory, app, user_id, session_id, policy
         self.items: list[Any] = []
+        self.unsaved: list[dict[str, Any]] = []
+        """The messages a save that failed left (with their ids): the next save writes them."""
 
     def started(self, input_items: Sequence[Any]) -> None:
         self.items = list(input_items)
@@ -180,14 +186,37 @@ class _Recorder:
         self.items = [*self.items, *output]
 
     async def save(self) -> SaveResult:
-        return await save_items(
-            self.memory,
-            self.items,
-            user_id=self.user_id,
-            session_id=self.session_id,
-            app_name=self.app,
-            policy=self.policy,
-        )
+        """Save the items seen and what a failed save left, each once (by id); a failure raises
+        and keeps them all for the next save."""
+        fresh = conversation(self.items)
+        ids = {m["id"] for m in fresh}
+        messages = [*(m for m in self.unsaved if m["id"] not in ids), *fresh]
+        try:
+            result = await save_conversation(
+                self.memory,
+                messages,
+                app_name=self.app,
+                user_id=self.user_id,
+                session_id=self.session_id,
+                policy=self.policy,
+            )
+        except BaseException:
+            self.unsaved = messages
+            raise
+        self.unsaved = []
+        return result
+
+    async def settle(self) -> None:
+        """The save at a run's end: a store that fails costs the run its save, not its reply
+        (the failure logged, the items kept for the next save)."""
+        try:
+            await self.save()
+        except Exception as exc:
+            cause = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, LongTermMemoryError):  # says what failed: no traceback
+                log.warning("%s %r: %s", NOT_SAVED, self.session_id, cause)
+            else:  # our bug: its traceback
+                log.error("%s %r: %s", NOT_SAVED, self.session_id, cause, exc_info=exc)
 
 
 class LongTermAgentHooks(AgentHooks[Any]):
@@ -203,7 +232,7 @@ class LongTermAgentHooks(AgentHooks[Any]):
         self.recorder.ended(response.output)
 
     async def on_end(self, context: Any, agent: Any, output: Any) -> None:
-        await self.recorder.save()
+        await self.recorder.settle()
 
     async def save(self) -> SaveResult:
         return await self.recorder.save()
@@ -232,10 +261,11 @@ class LongTermHooks(RunHooks[Any]):
         self.recorder.ended(response.output)
 
     async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
-        await self.recorder.save()
+        await self.recorder.settle()
 
     async def save(self) -> SaveResult:
-        """Save what the hooks have seen (the ledger skips what was saved)."""
+        """Save what the hooks have seen and what a run's save that failed left (the ledger
+        skips what was saved); a store that fails raises here."""
         return await self.recorder.save()
 
 

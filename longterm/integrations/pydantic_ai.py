@@ -8,24 +8,33 @@ The seam, over a ``LongTermMemory`` and its public API:
   (``user_id=lambda deps: deps.account.id``), or, when none is given, the run's
   ``ctx.deps.user_id`` (an attribute or a key). A store that fails gives the model "memory is
   unavailable", never an exception in the run (``longterm.tools``).
-- ``await save_messages(memory, result.new_messages(), user_id=, session_id=)``: a run's messages
-  saved as session ``session_id`` through the memory's auto-save policy (the user's words by
-  default; ``policy=`` another), exactly once however often they are saved:
-  ``result.all_messages()`` of a later run, or the same list twice, writes only what is new.
+- ``await save_messages(memory, result.all_messages(), user_id=, session_id=)``: a run's
+  messages with its history saved as session ``session_id`` through the memory's auto-save
+  policy (the user's words by default; ``policy=`` another), exactly once however often they are
+  saved: the same list again, or a later run's ``all_messages()``. (``new_messages()`` counts
+  occurrences within itself: a later run's sentence that repeats an earlier run's, same role and
+  words, passes for it there; the whole history counts it as the new one it is.)
 
-Why ids from the messages: Pydantic AI's messages carry no ids, and a run's history comes back
-in the next one (``message_history=``); each part is known by its kind, time and content
-(``integrations.conversation``), so what the ledger saw is skipped. Pydantic AI has no memory
-interface of its own: tools and an explicit save are its seams. Which app: ``app_name=``, else
-the memory's ``default_app`` (its ``app_name``, else ``"default_app"``): give every integration
-of one memory the same app name and they share each user's memories. Install with
-``pip install 'longterm[pydantic-ai]'``.
+Why ids from what a message says: Pydantic AI's messages carry no ids, and a run's history comes
+back in the next one (``message_history=``), often rebuilt by the app from the text it stored,
+with new times, or loaded from JSON. A part is known by its role (user, assistant, tool call or
+result, system), its content (text, media URLs, a call's id, name and arguments) and which
+occurrence of that same role and content it is in the list (``integrations.conversation``), never
+by its time: the history however rebuilt is what the ledger saw, and a sentence said again later
+in the conversation is a new memory. A user prompt keeps its text (``str``, ``TextContent``, a
+``StructuredContent``'s text as the model was sent it) and media by URL; bytes are not kept.
+Pydantic AI has no memory interface of its own: tools and an explicit save are its seams. Which
+app: ``app_name=``, else the memory's ``default_app`` (its ``app_name``, else ``"default_app"``):
+give every integration of one memory the same app name and they share each user's memories.
+Install with ``pip install 'longterm[pydantic-ai]'``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+import pydantic_core
 
 from ..errors import InvalidInputError, require
 
@@ -35,10 +44,13 @@ from pydantic_ai import FunctionToolset, RunContext  # noqa: E402
 from pydantic_ai.messages import (  # noqa: E402
     ModelRequest,
     ModelResponse,
+    StructuredContent,
     SystemPromptPart,
+    TextContent,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
+    UploadedFile,
     UserPromptPart,
 )
 
@@ -56,16 +68,25 @@ SAVED = "Saved to long-term memory."
 
 
 def _user_content(content: Any) -> list[dict[str, Any]]:
-    """A user prompt's content as typed parts: text and media by URL (bytes are not kept)."""
+    """A user prompt's content as typed parts: its text (a ``TextContent``'s ``content``, and a
+    ``StructuredContent``'s: its value as text, as the model was sent it), media by URL or by a
+    provider's file id; bytes (``BinaryContent``) and cache points are not kept."""
     items = [content] if isinstance(content, str) else list(content)
     parts: list[dict[str, Any]] = []
     for item in items:
         if isinstance(item, str):
             parts.append({"type": "text", "text": item})
+        elif isinstance(item, TextContent):  # StructuredContent is one
+            text = item.content
+            if not text and isinstance(item, StructuredContent):
+                text = pydantic_core.to_json(item.value).decode()
+            parts.append({"type": "text", "text": text})
         elif getattr(item, "kind", "") == "image-url":
             parts.append({"type": "image_url", "image_url": {"url": item.url}})
         elif isinstance(getattr(item, "url", None), str):
             parts.append({"type": "file", "file": {"file_url": item.url}})
+        elif isinstance(item, UploadedFile):
+            parts.append({"type": "file", "file": {"file_id": item.file_id}})
     return parts
 
 
@@ -104,8 +125,8 @@ def conversation(messages: Sequence[Any]) -> list[dict[str, Any]]:
         when = message.timestamp.timestamp() if message.timestamp is not None else None
         for part in message.parts:
             chat = _part(part, when or 0.0)
-            if chat is not None:
-                pairs.append((chat, chat))
+            if chat is not None:  # known by what it is, not by its time (module docstring)
+                pairs.append((chat, {k: v for k, v in chat.items() if k != "timestamp"}))
     return keyed(pairs, "pai")
 
 
@@ -118,8 +139,8 @@ async def save_messages(
     app_name: str | None = None,
     policy: Any = None,
 ) -> SaveResult:
-    """Save a run's ``messages`` (``result.new_messages()``) as session ``session_id`` of the user,
-    through the policy, exactly once however often they are saved."""
+    """Save a run's ``messages`` (``result.all_messages()``, or ``new_messages()``) as session
+    ``session_id`` of the user, through the policy, exactly once however often they are saved."""
     return await save_conversation(
         memory,
         conversation(messages),

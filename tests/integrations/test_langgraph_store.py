@@ -39,6 +39,7 @@ from langgraph.store.base import (
     PutOp,
     SearchOp,
 )
+from langgraph.store.memory import InMemoryStore
 
 from longterm import LongTermMemory
 from longterm.integrations.langgraph import LongTermStore
@@ -623,3 +624,96 @@ def test_langmems_tools_create_search_update_and_delete_over_the_store(store: Lo
     manage.invoke({"action": "delete", "id": item.key})
     assert store.search(("memories", "alice")) == []
     assert store.search(("memories", "bob")) == []
+
+
+# -- a search's cut comes after the whole filter ------------------------------------------------
+
+
+@pytest.fixture
+def local(tmp_path: Path, clock: Clock) -> Iterator[LongTermMemory]:
+    m = LongTermMemory(app_name="lg", backend_config={"path": str(tmp_path / "local.db")}, clock=clock)
+    yield m
+    m.close_sync()
+
+
+def test_a_query_counts_every_item_the_filter_admits_before_its_cut(local: LongTermMemory) -> None:
+    store, reference = LongTermStore(local, user_at=0), InMemoryStore()
+    for s in (store, reference):
+        for i in range(30):
+            value: dict[str, Any] = {"text": f"flight booking note {i}", "done": i % 2 == 0, "i": i}
+            value |= {"tags": ["a"] if i % 3 == 0 else ["b"]} | ({} if i % 5 == 0 else {"n": None if i % 7 == 0 else i})
+            s.put(("u", "docs"), f"k{i}", value)
+    for f in (
+        {"done": True},
+        {"tags": ["a"]},
+        {"done": {"$ne": False}},
+        {"n": None},
+        {"i": {"$gt": 20}, "tags": ["b"]},
+        {"done": 1},  # LangGraph's (Python's) True == 1
+    ):
+        every = {i.key for i in reference.search(("u",), filter=f, limit=100)}
+        assert len(store.search(("u",), query="flight booking", filter=f, limit=5)) == min(5, len(every)), f
+        paged = [
+            i.key
+            for at in range(0, 30, 4)
+            for i in store.search(("u",), query="flight booking", filter=f, limit=4, offset=at)
+        ]
+        assert sorted(paged) == sorted(every), f  # paging skips none and repeats none
+
+
+async def test_a_query_over_every_namespace_is_not_crowded_out_by_the_users_other_memories(
+    local: LongTermMemory,
+) -> None:
+    store = LongTermStore(local)
+    for i in range(25):
+        await local.add(f"a note about hiking boots, number {i}", user_id="langgraph", session_id=f"chat{i}")
+    await store.aput(("prefs",), "boots", {"text": "I like hiking boots"})
+    await store.aput(("prefs",), "tent", {"text": "I like hiking tents"})
+    assert sorted(i.key for i in await store.asearch((), query="hiking boots", limit=2)) == ["boots", "tent"]
+
+
+def test_a_negative_offset_or_limit_pages_as_langgraphs_in_memory_store(local: LongTermMemory) -> None:
+    embed = CharacterEmbeddings(dims=50)
+    vectors, reference = (
+        LongTermStore(local, index={"dims": 50, "embed": embed}),
+        InMemoryStore(index={"dims": 50, "embed": embed}),
+    )
+    words, by_words = LongTermStore(local), InMemoryStore()
+    for i in range(8):
+        for s in (vectors, reference):
+            s.put(("docs",), f"d{i}", {"text": f"hiking trail {'x' * i}"}, index=False if i >= 6 else None)
+        if i < 6:  # what a query of longterm's words finds: the items with words
+            by_words.put(("docs",), f"d{i}", {"text": "hiking trail"})
+    for offset, limit in ((-1, 10), (-3, 5), (-3, 100), (-2, 3), (-12, 4), (0, -1), (2, -1), (-2, -1)):
+        at = {"offset": offset, "limit": limit}
+        assert len(vectors.search(("docs",), **at)) == len(reference.search(("docs",), **at)), at
+        assert len(words.search(("docs",), query="hiking trail", **at)) == len(by_words.search(("docs",), **at)), at
+        mine, theirs = (
+            vectors.search(("docs",), query="hiking", **at),
+            reference.search(("docs",), query="hiking", **at),
+        )
+        assert [i.key for i in mine] == [i.key for i in theirs], at
+
+
+VALUES: list[Any] = [None, True, False, 0, 1, 1.0, 2, -3.5, "", "a", "1", [], ["a"], ["a", "b"], [1], [True], [None]]
+VALUES += [{"x": 1}, {"x": None}, {}, {"x": {"y": "a"}}]
+WANTED: list[Any] = [None, True, False, 0, 1, 2.0, "a", "1", [], ["a"], ["a", "b"], [1], [None], [{"x": 1}]]
+WANTED += [{"x": 1}, {"x": None}, {}, {"x": {"y": "a"}}, {"x": {"$ne": 1}}, {"$eq": "a"}, {"$eq": 1}, {"$eq": None}]
+WANTED += [{"$eq": ["a"]}, {"$eq": {"x": 1}}, {"$ne": "a"}, {"$ne": 1}, {"$ne": True}, {"$ne": None}, {"$ne": ["a"]}]
+WANTED += [{"$gt": 1}, {"$gte": 1}, {"$lt": 1.5}, {"$lte": 0}, {"$gt": 0, "$lt": 3}, {"$gt": "0"}, {"$ne": 2**60}]
+
+
+def test_what_the_engine_is_handed_lets_every_item_langgraph_admits_through() -> None:
+    from longterm.core.filters import matches, parse_filter
+    from longterm.integrations import langgraph_items as items
+    from longterm.records import MemoryRecord
+
+    for wanted in WANTED:
+        spec = items.where(("u",), {"f": wanted})
+        parsed = parse_filter(spec)
+        for value in [*VALUES, "missing"]:
+            lg = {"ns": ["u"], "ns_0": "u", "key": "k", "value": {} if value == "missing" else {"f": value}}
+            record = MemoryRecord(id="i", app_name="a", user_id="u", session_id="s", event_id="e", metadata={"lg": lg})
+            if items.admits(record.metadata, ("u",), {"f": wanted}):
+                assert matches(parsed, record), (wanted, value, spec)
+    assert items.where((), None) == {"lg.key": {"$exists": True}}  # not the user's other memories

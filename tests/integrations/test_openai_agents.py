@@ -5,10 +5,13 @@ another user's."""
 from __future__ import annotations
 
 import json
+import logging
+from typing import Any
 
+import pytest
 from agents import Agent, Runner, SQLiteSession
 
-from longterm import LongTermMemory
+from longterm import BackendUnavailableError, LongTermMemory
 from longterm.integrations.openai_agents import LongTermHooks, memory_instructions, memory_tools, save_items
 from tests.integrations.scripted import assistant_message, function_call, openai_model, recall, tool_outputs
 
@@ -110,3 +113,51 @@ async def test_a_store_that_fails_costs_the_run_its_recall_not_the_reply() -> No
     result = await Runner.run(Agent(name="assistant", model=model, tools=tools), "hi")
     assert result.final_output == "Sorry."
     assert json.loads(tool_outputs(result))["error"].startswith("Long-term memory is unavailable")
+
+
+class Outage:
+    """``LongTermMemory.add_session_to_memory``, failing while ``down``: the store fails, not the SDK."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.down, save = True, LongTermMemory.add_session_to_memory
+
+        async def failing(memory: LongTermMemory, *args: Any, **kwargs: Any) -> Any:
+            if self.down:
+                raise BackendUnavailableError("the store is down")
+            return await save(memory, *args, **kwargs)
+
+        monkeypatch.setattr(LongTermMemory, "add_session_to_memory", failing)
+
+
+async def test_a_store_that_fails_at_the_runs_end_costs_its_save_not_the_reply(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    closed = LongTermMemory(app_name="assistant")
+    hooks = LongTermHooks(closed, user_id="alice", session_id="s0")
+    await closed.close()
+    assert (
+        await Runner.run(Agent(name="a", model=openai_model([assistant_message("hi!")])), "hi", hooks=hooks)
+    ).final_output == "hi!"
+
+    memory = LongTermMemory(app_name="assistant")
+    outage = Outage(monkeypatch)
+    steps = [[assistant_message(reply)] for reply in ("Noted.", "Hello again.", "Bye.")]
+    agent = Agent(name="assistant", model=openai_model(*steps))
+    hooks = LongTermHooks(memory, user_id="alice", session_id="s1", policy="all")
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="longterm"):
+        assert (await Runner.run(agent, FACT, hooks=hooks)).final_output == "Noted."
+    [record] = [r for r in caplog.records if r.name.startswith("longterm")]
+    assert record.levelno == logging.WARNING and record.exc_info is None and "the store is down" in record.message
+    assert await memory.count(app_name="assistant", user_id="alice") == 0
+    outage.down = False
+    await Runner.run(agent, "hi", hooks=hooks)  # no Session: this run's items, and those run 1 left
+    outage.down = True
+    await Runner.run(agent, "bye", hooks=hooks)
+    with pytest.raises(BackendUnavailableError):
+        await hooks.save()  # asked for: a failure says so
+    outage.down = False
+    assert (await hooks.save()).saved == 2 and (await hooks.save()).saved == 0
+    texts = sorted(m.text for m in (await memory.get_all(user_id="alice")).memories)
+    assert texts == sorted([FACT, "Noted.", "hi", "Hello again.", "bye", "Bye."])  # each once
+    await memory.close()

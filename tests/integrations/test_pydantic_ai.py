@@ -9,6 +9,15 @@ from dataclasses import dataclass
 
 import pytest
 from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    StructuredContent,
+    TextContent,
+    TextPart,
+    UserPromptPart,
+)
 
 from longterm import InvalidInputError, LongTermMemory
 from longterm.integrations.pydantic_ai import memory_toolset, save_messages
@@ -77,3 +86,37 @@ async def test_a_store_that_fails_costs_the_run_its_recall_not_the_reply() -> No
     await memory.close()
     result = await agent.run("recall: anything")
     assert "Long-term memory is unavailable" in result.output
+
+
+async def test_text_and_structured_content_of_a_prompt_are_saved_as_the_model_was_sent_them() -> None:
+    memory = LongTermMemory(app_name="assistant")
+    ui = StructuredContent({"city": "Porto", "screen": "bookings"}, tag="ui_state")
+    prompt = ["I keep a pet hedgehog", TextContent("my code name is Falcon", metadata={"app": "only"}), ui]
+    run = await Agent(pydantic_model()).run(prompt)
+    loaded = ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(run.all_messages()))
+    assert (await save_messages(memory, run.all_messages(), user_id="alice", session_id="s1")).saved == 1
+    assert (await save_messages(memory, loaded, user_id="alice", session_id="s1")).new_events == 0
+    [saved] = (await memory.get_all(user_id="alice")).memories
+    assert saved.text == "\n".join(["I keep a pet hedgehog", "my code name is Falcon", ui.content])
+    assert '<ui_state>{"city":"Porto","screen":"bookings"}</ui_state>' in saved.text and "only" not in saved.text
+    assert [m.text for m in await memory.search("Falcon", user_id="alice")] == [saved.text]
+    await memory.close()
+
+
+async def test_a_history_rebuilt_from_its_text_or_loaded_from_json_is_saved_once() -> None:
+    memory = LongTermMemory(app_name="assistant")
+    agent = Agent(pydantic_model())
+    first = await agent.run("I keep a pet hedgehog")
+    await save_messages(memory, first.all_messages(), user_id="alice", session_id="s1", policy="all")
+    # the app keeps (role, text) and builds the history anew: new parts, new times
+    rebuilt = [ModelRequest(parts=[UserPromptPart("I keep a pet hedgehog")]), ModelResponse(parts=[TextPart("ok")])]
+    second = await agent.run("I keep a pet hedgehog", message_history=rebuilt)  # said again: a new memory
+    saved = await save_messages(memory, second.all_messages(), user_id="alice", session_id="s1", policy="all")
+    assert (saved.new_events, saved.saved) == (2, 2)
+    loaded = ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(second.all_messages()))
+    third = await agent.run("what pets?", message_history=loaded)
+    saved = await save_messages(memory, third.all_messages(), user_id="alice", session_id="s1", policy="all")
+    assert (saved.new_events, saved.saved) == (2, 2)  # "what pets?" and its answer
+    texts = [m.text for m in (await memory.get_all(user_id="alice")).memories]
+    assert sorted(texts) == sorted(["I keep a pet hedgehog"] * 2 + ["ok"] * 3 + ["what pets?"])
+    await memory.close()
