@@ -144,6 +144,18 @@ class Filters:
             got = memory.search_sync("lighthouse", user_id=USER, top_k=5, filters=spec)
             assert {m.id for m in got} == want, spec
 
+    def test_a_filtered_search_of_several_words_finds_every_memory_holding_them(
+        self, open_memory: Callable[..., LongTermMemory]
+    ) -> None:
+        """RediSearch 2.10 returned one of six: a union of (scope, word) clauses ANDed with the
+        filter's clause (a double negation, so a tag adds nothing to BM25)."""
+        memory = open_memory(app_name=APP)
+        for i in range(6):
+            memory.add_sync(f"flight booking note {i}", user_id=USER, metadata={"g": "x"})
+        for query in ("flight booking", "note"):
+            got = memory.search_sync(query, user_id=USER, top_k=10, filters={"g": "x"})
+            assert len(got) == 6, query
+
     @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(spec=filters())
     def test_a_filter_lists_and_counts_what_the_reference_passes(
