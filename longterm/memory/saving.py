@@ -225,7 +225,7 @@ class Saver:
             await target.parts.backend.upsert(records)
         target._schedule_facts(scope, records)
         self._expiring(scope, expires, records)
-        return SaveResult(session_id="_direct", new_events=new, saved=len(records))
+        return SaveResult(session_id="_direct", new_events=new, saved=len(records), memory_ids=[r.id for r in records])
 
     def _expiring(self, scope: Scope, expires: float | None, records: list[MemoryRecord]) -> None:
         if expires is not None and records and self.on_expiring is not None:

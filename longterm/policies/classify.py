@@ -35,6 +35,7 @@ Part to unit (a part gives one unit; the unit's type names are what include/excl
 | ``inline_data`` / ``file_data``        | media                            | "[media: mime, size]" (no bytes) |
 | ``executable_code``                    | executable_code                  | the part |
 | ``code_execution_result``              | code_execution_result            | the part |
+| a call or result of ``MEMORY_TOOLS``   | (dropped, under every policy)    | - |
 | none of the above                      | (dropped)                        | - |
 
 Event-level units:
@@ -166,6 +167,16 @@ def _text_dict(part: Part) -> dict[str, Any]:
     return {"text": part.text, "thought": True} if part.thought else {"text": part.text}
 
 
+#: The library's own memory tools (``longterm.tools``, the integrations'): a recall's result copies
+#: memories and a save's text is saved by the tool, so saved again from the transcript a copy would
+#: outlive the memory's erase, or be a second one.
+MEMORY_TOOLS = frozenset({"load_memory", "save_memory"})
+
+
+def _memory_tool(call: dict[str, Any]) -> bool:
+    return call.get("name") in MEMORY_TOOLS
+
+
 def classify_part(part: Part) -> Unit | None:
     if part.text is not None:
         if part.thought:
@@ -173,10 +184,14 @@ def classify_part(part: Part) -> Unit | None:
         return Unit(types=("text",), text=part.text, part=_text_dict(part), empty=not part.text.strip())
     if part.function_call is not None:
         fc = part.function_call
+        if _memory_tool(fc):
+            return None
         text = f"{fc.get('name', '')}({_json(fc.get('args', {}))})"
         return Unit(types=("function_call", "tool_call"), text=text, part=_part_dict(part))
     if part.function_response is not None:
         fr = part.function_response
+        if _memory_tool(fr):
+            return None
         text = f"{fr.get('name', '')} -> {_json(fr.get('response', {}))}"
         return Unit(types=("function_response", "tool_response"), text=text, part=_part_dict(part))
     if part.inline_data is not None or part.file_data is not None:
@@ -203,10 +218,13 @@ def classify(event: Event) -> Classified:
     repaired by ``Part``, other parts by ``_part_dict``, the labels made here are repaired
     here), so a save does not walk the parts again (measured: a sixth of planning a save)."""
     out = Classified(role=normalize_role(event))
+    recall = False  # a part of the library's memory tools: an event of only those keeps no unit
     for part in event.content.parts if event.content else []:
         unit = classify_part(part)
         if unit is not None:
             out.units.append(unit)
+        else:
+            recall = recall or _memory_tool(part.function_call or part.function_response or {})
     for tr in (event.input_transcription, event.output_transcription):
         text = tr.get("text") if isinstance(tr, dict) else None
         if isinstance(text, str) and text.strip():
@@ -216,6 +234,6 @@ def classify(event: Event) -> Classified:
         text = f"error {event.error_code or ''}: {event.error_message or ''}".replace("error :", "error:")
         text = repair_unicode(text)
         out.units.append(Unit(types=("error",), text=text, part={"text": text}))
-    if not out.units:
+    if not out.units and not recall:
         out.units.append(Unit(types=("text",), empty=True))
     return out

@@ -360,6 +360,8 @@ async def test_add_memory_counts_what_it_wrote_and_takes_plain_strings(tmp_path:
     result = await memory.add_memory(app_name="app", user_id="u1", memories=["I grow figs"])
     assert (result.new_events, result.saved) == (1, 1)
     assert await memory.count(app_name="app", user_id="u1") == 2
+    (figs,) = result.memory_ids  # it said [] : a caller could not delete what it had just written
+    assert await memory.delete_memory(app_name="app", user_id="u1", memory_id=figs) == 1
     await memory.close()
 
 

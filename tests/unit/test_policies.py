@@ -141,6 +141,19 @@ def test_all_saves_everything_including_thoughts_and_empty_text():
     assert p.select(ev([{"function_response": {"name": "f", "response": {}}}], "user")).role == "tool"
 
 
+def test_no_policy_saves_a_call_or_result_of_the_librarys_memory_tools():
+    """Under ``all`` a ``load_memory`` result was saved: a copy of the memories it found, which an
+    erase of them left behind (and found again); a ``save_memory`` call is a second copy."""
+    p = MemoryAutoSavePolicy(preset="all")
+    recall = {"name": "load_memory", "response": {"memories": [{"text": "My door PIN is 9911"}]}}
+    assert p.select(ev([{"function_response": recall}], "user")) is None
+    assert p.select(ev([{"function_call": {"name": "save_memory", "args": {"text": "PIN 9911"}}}], "model")) is None
+    call = {"function_call": {"name": "load_memory", "args": {"query": "PIN"}}}
+    mixed = p.select(ev([{"text": "let me look"}, call]))
+    assert mixed is not None and mixed.text == "let me look" and mixed.event_types == ["text"]
+    assert p.select(ev([{"function_response": {"name": "weather", "response": {"t": 3}}}], "user")) is not None
+
+
 def test_custom_has_no_role_restriction_keeps_text_and_drops_thoughts_and_empty_text():
     """VeADK: custom starts from the default policy object, roles and types unrestricted."""
     p = MemoryAutoSavePolicy(preset="custom")
