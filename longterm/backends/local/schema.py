@@ -228,7 +228,8 @@ ORDER BY timestamp, rowid LIMIT ?
 #: rowid (``+scope``: never by walking the scope's time index instead, 4x slower for ten rows).
 BY_ROWIDS = f"SELECT rowid, {COLUMNS} FROM records WHERE rowid IN ({{}}) AND +scope = ?"
 DELETE_ALL = "DELETE FROM records WHERE scope = ?"
-DELETE_ONE = "DELETE FROM records WHERE scope = ? AND id = ?"
+#: Deletes ids of one scope, ``DELETE_BATCH`` at most (``.format`` the placeholders): one read of the scope each.
+DELETE_IDS, DELETE_BATCH = "DELETE FROM records WHERE scope = ? AND id IN ({})", 500
 DELETE_SESSION = "DELETE FROM records WHERE scope = ? AND session_id = ?"
 #: After a delete (or a record's words written over), in its transaction: merge the full-text index
 #: into one segment, which drops the deleted rows' terms (FTS5 keeps them, with a delete marker,

@@ -342,8 +342,13 @@ class LocalBackend(LocalSessions, LocalReads):
             return 0
         with write_transaction(self.conn) as conn:
             conn.execute(sql.BUMP_VERSION, (scope_id,))
-            if ids is not None:  # each a scan of the scope: ids are not indexed (see schema)
-                gone = sum(conn.execute(sql.DELETE_ONE, (scope_id, sql.stored_id(i))).rowcount for i in set(ids))
+            if ids is not None:  # a scan of the scope per batch: ids are not indexed (see schema)
+                wanted = [sql.stored_id(i) for i in set(ids)]
+                gone = 0
+                for at in range(0, len(wanted), sql.DELETE_BATCH):
+                    batch = wanted[at : at + sql.DELETE_BATCH]
+                    statement = sql.DELETE_IDS.format(", ".join("?" * len(batch)))
+                    gone += conn.execute(statement, (scope_id, *batch)).rowcount
             elif session_id is not None:
                 gone = int(conn.execute(sql.DELETE_SESSION, (scope_id, session_id)).rowcount)
             else:
