@@ -177,8 +177,12 @@ def plain_tree(value: Any) -> Any:
     (datetimes as ISO text, sets as lists, bytes as URL-safe base64, other objects as their text) and
     repaired Unicode. A ``datetime`` in metadata failed the save on one engine and passed on
     another; a lone surrogate in a field other than text kept a session from ever saving."""
+    bounded = bound_depth(value)
     try:
-        plain = to_jsonable_python(repair_tree(bound_depth(value)), fallback=str, bytes_mode="base64")
+        try:
+            plain = to_jsonable_python(bounded, fallback=str, bytes_mode="base64")
+        except UnicodeEncodeError:  # a key with a lone surrogate (keys are serialised): repaired first
+            plain = to_jsonable_python(repair_tree(bounded), fallback=str, bytes_mode="base64")
         return repair_tree(bound_depth(plain))
     except (ValueError, TypeError, RecursionError):
         return repair_unicode(tree_text(value))

@@ -179,7 +179,7 @@ def require_store(ctx: click.Context) -> None:
     """The first step of a command that needs what a store holds (a read, an erase, an update): "no
     store at PATH" (exit 1) where the embedded store the options name does not exist, instead of
     creating an empty one to find nothing in it."""
-    path = store_path(ctx)
+    path = check_store(ctx)
     if path is not None and not path.exists():
         fail(
             f"no store at {path}: nothing was saved there yet. Run where the store is, or name it "
@@ -215,14 +215,22 @@ def store_file_problem(backend: str, config: Mapping[str, Any], option: str = "-
     return None
 
 
-def check_store(ctx: click.Context, **overrides: Any) -> None:
+def check_store(ctx: click.Context, **overrides: Any) -> Path | None:
     """Every command's check before it opens the store: a valid configuration (``check_config``)
-    and, for a local store, a path that is a store file or none yet (``store_file_problem``)."""
+    and, for a local store, a path that is a store file or none yet (``store_file_problem``); the
+    embedded store's path (None: a server). Once per command and overrides: ``with_memory``,
+    ``require_store`` and ``factory`` each ask it, and each check builds a memory."""
+    key = f"longterm.checked {sorted(overrides.items())!r}"
+    if key in ctx.meta:
+        checked: Path | None = ctx.meta[key]
+        return checked
     path = store_path(ctx, **overrides)
     if path is not None:
         problem = store_file_problem(_backend(ctx), {**root_options(ctx)["config"], **overrides})
         if problem is not None:
             fail(problem)
+    ctx.meta[key] = path
+    return path
 
 
 async def known_index(ctx: click.Context, memory: LongTermMemory) -> None:

@@ -275,14 +275,14 @@ class MemoryService(MemoryServiceBase, Closing, MemorySettings):
         """``delete_all`` (the simple API's) for any app: erase the memories of (app, user) of
         ``session_id``, saved before ``before``, passing ``filters`` (none: all of them); how many
         went (``dry_run``: would go, nothing erased)."""
-        app = app_name
         spec = narrowed(filters, session_id, before)
         if not dry_run and (spec is None or (before is None and not filters)):
-            return await self._erase(app, user_id, None, session_id)
-        ids = [r.id async for r in self.iter_records(app_name=app, user_id=user_id, filters=spec) if not is_fact(r)]
+            return await self._erase(app_name, user_id, None, session_id)
+        records = self.iter_records(app_name=app_name, user_id=user_id, filters=spec)
+        ids = [r.id async for r in records if not is_fact(r)]
         if dry_run:
             return len(ids)
-        return await self._own.eraser.erase(inputs.scope(app, user_id), memory_ids=ids)
+        return await self._own.eraser.erase(inputs.scope(app_name, user_id), memory_ids=ids)
 
     # -- scoped reads beyond ADK --------------------------------------------------------
 
