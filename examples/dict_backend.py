@@ -2,7 +2,7 @@
 
 Copy this file and replace the dicts with your engine's client. ``DictBackend`` subclasses
 ``longterm.core.engine.Engine`` and implements only its blocking primitives, with the default
-capability flags (it keeps its ledger, declares nothing else); the core runs them on the
+capability flags (it keeps its ledger, applies filters whole and rewrites only what is there); the core runs them on the
 engine's own thread, applies the deadline (``timeout``), embeds, fuses, writes the records
 and then the ledger on a save (an engine with transactions declares ``atomic_save = True``
 and implements ``_commit`` to do both in one), and turns errors into
@@ -83,6 +83,7 @@ def _doc(record: MemoryRecord) -> Doc:
 class DictBackend(Engine):
     name: ClassVar[str] = "dict"
     filters_exact: ClassVar[bool] = True  # applies ``where`` whole: the core need not look again
+    rewrites_alive: ClassVar[bool] = True  # an update writes only over a record still there (``_rewrite``)
     unreachable: ClassVar[str] = "It lives in this process; there is nothing to reach."
     rules: ClassVar[Sequence[Rule]] = (
         Rule(MemoryError, BackendError, "It holds every memory in RAM; use a real engine."),
@@ -126,6 +127,16 @@ class DictBackend(Engine):
         with self.store.lock:
             for d in docs:
                 self.store.docs.setdefault(self._key(d.record), {})[d.record.id] = d
+
+    def _rewrite(self, records: Sequence[MemoryRecord], vectors: Any) -> list[str]:
+        """An update's write: only over a record the store still holds, checked under the same lock
+        as the write (an erase in between wins); the ids written."""
+        docs = [_doc(r) for r in records]
+        with self.store.lock:
+            held = [d for d in docs if d.record.id in self.store.docs.get(self._key(d.record), {})]
+            for d in held:
+                self.store.docs[self._key(d.record)][d.record.id] = d
+        return [d.record.id for d in held]
 
     def _ledger_saved(self, scope: Scope, session_id: str) -> set[str]:
         with self.store.lock:

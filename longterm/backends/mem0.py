@@ -21,6 +21,7 @@ or ids: by date or filter, an expiry sweep) is one ``delete`` a memory: it marks
 the side ledger, every read leaves out what its mark covers, and one killed part-way is finished
 by the next erase or open (``mem0_erasing``; each memory carries the store's clock of its write).
 
+Writes (a save's, an update's written only over a memory still there) are ``mem0_writing``'s.
 A hit's neighbours are the core's default (``core.neighbours``): ``_page`` lists a user's memories
 in one call, which is as few as mem0's client allows (its metadata holds no session to filter by).
 Every index on a path shares this process's one qdrant-client of it (``qdrant.shared.local_client``,
@@ -48,9 +49,8 @@ from typing_extensions import override
 from .. import config as _config
 from ..config import parse_backend_config, private_dir
 from ..config.backends import Mem0Config
-from ..core.aliases import Records, Vectors
 from ..core.embedding import EMBEDDER_KEY
-from ..core.engine import Engine, Query
+from ..core.engine import Query
 from ..core.errors import Rule
 from ..core.fork import keep
 from ..core.scope import scope_key
@@ -62,8 +62,9 @@ from ..errors import BackendError, BackendUnavailableError, ConfigurationError, 
 from ..records import MemoryRecord, Scope, parse_record
 from ..retrieval.embedders import Embedder, resolve_embedder
 from ..retrieval.embedders.adapters import Mem0Embedding
-from .mem0_erasing import SAVED, Mem0Erasures, Mem0Ledger, Pairs, hider, stamp
-from .mem0_filters import EXPIRING, EXPIRY, MARKER, Mem0Expiry, filter_keys, mem0_filters, payloads, refusal, tag_old
+from .mem0_erasing import Mem0Erasures, Mem0Ledger, Pairs, hider, stamp
+from .mem0_filters import EXPIRING, MARKER, Mem0Expiry, mem0_filters, payloads, refusal, tag_old
+from .mem0_writing import Mem0Writes, scope_user
 
 #: Largest number of memories of one user that count, scan and delete see at once.
 MAX_PER_USER = 100_000
@@ -87,10 +88,6 @@ RULES = (
     ),
     *SQLITE_RULES,
 )
-
-
-def scope_user(scope: Scope) -> str:
-    return "lt-" + scope_key(scope.app_name, scope.user_id)
 
 
 def _to_record(item: dict[str, Any]) -> MemoryRecord | None:
@@ -139,7 +136,7 @@ def _mine(reply: Any, scope: Scope) -> Pairs:
     return [(i, r) for i, r in pairs if r and (r.app_name, r.user_id) == (scope.app_name, scope.user_id)]
 
 
-class Mem0Backend(Mem0Erasures, Mem0Expiry, Engine):
+class Mem0Backend(Mem0Erasures, Mem0Expiry, Mem0Writes):
     """``Mem0Backend(home=..., **Mem0Config fields)`` (or a ``Mem0Config``); ``home`` holds the platform
     mode's ledger and is the default parent of ``path`` (default: ``LONGTERM_HOME``)."""
 
@@ -151,6 +148,7 @@ class Mem0Backend(Mem0Erasures, Mem0Expiry, Engine):
     keeps_ledger = False  # a SideLedger beside the store
     embeds_itself = True  # mem0 embeds with its own model; the core checks that model's dimension (``_own_embedder``)
     marks_erasures = True  # an erase is one delete a memory: its mark first (``mem0_erasing``)
+    rewrites_alive = True  # looked up under the lock, through the marks, its stamp kept (``mem0_writing``)
 
     def __init__(self, config: Mem0Config | None = None, *, home: str | Path | None = None, **options: Any) -> None:
         cfg = self.cfg = config or parse_backend_config(Mem0Config, options, self.name)
@@ -340,40 +338,6 @@ class Mem0Backend(Mem0Erasures, Mem0Expiry, Engine):
         reply = self._mem.get_all(filters={**mine, **filters}, top_k=MAX_PER_USER)
         pairs = self._alive(_mine(reply, scope), where)
         return self._visible(scope, pairs) if hide else pairs
-
-    @override
-    def _write(self, records: Records, vectors: Vectors) -> None:
-        with self._serial():
-            self._write_now(records)
-
-    def _write_now(self, records: Sequence[MemoryRecord]) -> None:
-        by_scope: dict[Scope, dict[str, MemoryRecord]] = {}
-        for r in records:  # keyed by the ids the record holds (a record of an older store: not NFC)
-            by_scope.setdefault(Scope.stored(r.app_name, r.user_id), {})[r.id] = r
-        todo: list[tuple[Scope, MemoryRecord, dict[str, Any], dict[str, Any] | None]] = []
-        for scope, recs in by_scope.items():
-            found = {r.id: i for i, r in self._items(scope, record_id={"in": list(recs)})}
-            for r in recs.values():
-                meta: dict[str, Any] = {"record_id": r.id, "app_name": r.app_name, "longterm": r.model_dump_json()}
-                meta.update(filter_keys(r) if self._no_filters is None else {})
-                old = found.get(r.id)  # a replay changes nothing; an inferred fact is not rewritten
-                if old is not None and EXPIRY in (old.get("metadata") or {}):
-                    meta.setdefault(EXPIRY, None)  # mem0 merges a rewrite's metadata into the old
-                changed = old is not None and (old.get("metadata") or {}).get("longterm") != meta["longterm"]
-                if old is None or (changed and not self.cfg.infer):
-                    todo.append((scope, r, meta, old))
-        self._note_expiring([t[1] for t in todo])
-        now = self.marks_book.tick() if todo else 0  # the store's clock, for erases under way (``mem0_erasing``)
-        for t in todo:
-            t[2][SAVED] = now
-        adapter = None if self.cfg.infer else self._adapter  # verbatim: the texts are what mem0 embeds
-        with adapter.ahead([t[1].text for t in todo]) if adapter else nullcontext():
-            for scope, r, meta, old in todo:
-                if old is not None:
-                    self._mem.update(old["id"], text=r.text, metadata=meta)
-                    continue
-                message = [{"role": "assistant" if r.role == "model" else "user", "content": r.text}]
-                self._mem.add(message, user_id=scope_user(scope), metadata=meta, infer=self.cfg.infer)
 
     @override
     def _fulltext(self, scope: Scope, query: Query, k: int, where: Where | None = None) -> Scored:

@@ -24,7 +24,9 @@ store now: ``core.neighbours``; every ``Engine`` has it, a search without it has
 ``search_lending(scope, query, top_k, pick, n)`` (what ``search`` answers and ``neighbours`` of
 the hits ``pick`` chooses, in one read: the same answer as the two calls, None for the
 neighbours when they were not read; the facade asks the two apart without it),
-``from_config(config, root)`` (build from ``backend_config``; otherwise the class is called
+``rewrite(records)`` (an update's write: only over the records of those ids the store still
+holds, the ids written; without it an update is an ``upsert``, and one racing an erase may bring
+the memory back), ``from_config(config, root)`` (build from ``backend_config``; otherwise the class is called
 with ``**config``), ``store_id`` (the store's identity, for a side ledger).
 """
 

@@ -43,6 +43,10 @@ class Capabilities:
     filters_exact: bool = False
     """The engine applies a whole filter itself (``where.filter``, not only its ``native`` tree), so
     what it returns needs no second look; otherwise the core checks ``Where.admits`` and reads deeper."""
+    rewrites_alive: bool = False
+    """The engine writes a record over only where the store still holds it alive (``_rewrite``: one
+    step per record, keeping the record's save stamp, so an erase under way still covers it): an
+    update racing an erase never brings the memory back. Otherwise an update is an upsert."""
 
 
 FLAGS = tuple(f.name for f in fields(Capabilities))

@@ -3,7 +3,7 @@
 The seam: an engine subclasses ``Engine``, declares what it can do in **capability flags**
 (class attributes, read by ``core.capabilities`` only, as kombu's ``Transport.implements``)
 and implements a few **blocking primitives**: ``_open``, ``_write``, ``_fulltext``,
-``_nearest``, ``_remove``, ``_count``, ``_page``, ``_scopes``, ``_indices``, ``_close``, its
+``_nearest``, ``_remove``, ``_count``, ``_page``, ``_scopes``, ``_indices`` (``core.listing``), ``_close``, its
 ledger and meta (``_ledger_saved``, ``_ledger_mark``, ``_meta_get``, ``_meta_set``, or a
 ``side_ledger``), and the ones its flags name (``_commit``, ``_search``, ``_unembedded``,
 ``_write_vectors``, ``_embed_pending``, ``_list_unembedded``, ``_own_embedder``, ``_purge``),
@@ -85,6 +85,7 @@ class Engine(Listing, SessionReads, ErasureMarks, VectorUpkeep, EngineStoreLedge
     purges: ClassVar[bool] = False
     marks_erasures: ClassVar[bool] = False
     filters_exact: ClassVar[bool] = False
+    rewrites_alive: ClassVar[bool] = False
     #: What ``purge`` says for an engine that has nothing for it to do.
     purge_note: ClassVar[str] = "nothing to compact: this engine keeps no copy of what an erase deleted"
     side_ledger: SideLedger | None = None
@@ -124,9 +125,18 @@ class Engine(Listing, SessionReads, ErasureMarks, VectorUpkeep, EngineStoreLedge
             self.hybrid.embedder, self.runner, store, later=later, pends=pends, embeds_itself=own
         )
         writes = Writes(
-            self._write, self._write_new, self._commit, self._ledger_saved, self._ledger_mark, self._record_bytes
+            self._write,
+            self._write_new,
+            self._rewrite,
+            self._commit,
+            self._ledger_saved,
+            self._ledger_mark,
+            self._record_bytes,
         )
-        self.saving = Saving(self.runner, self.embedding, writes, atomic=caps.atomic_save, limit=max_record_bytes)
+        atomic, rewrites = caps.atomic_save, caps.rewrites_alive
+        self.saving = Saving(
+            self.runner, self.embedding, writes, atomic=atomic, limit=max_record_bytes, rewrites=rewrites
+        )
         reads = Reads(self._read, self._fulltext, self._nearest, self._search)
         self.searching = Searching(
             self.runner,
@@ -160,6 +170,13 @@ class Engine(Listing, SessionReads, ErasureMarks, VectorUpkeep, EngineStoreLedge
     def _write_new(self, records: Records, vectors: Vectors) -> None:
         """``_write`` of a save that must not bring back what was erased since its ledger read."""
         self._write(records, vectors)
+
+    def _rewrite(self, records: Records, vectors: Vectors) -> Ids:
+        """With ``rewrites_alive``: each of ``records`` written over the record of its id only where the
+        store still holds that record alive, in one step (no erase between the check and the write),
+        keeping what the store stamped it with when saved (an erase under way still covers it); the ids
+        written."""
+        raise NotImplementedError(f"{type(self).__name__} declares rewrites_alive: it implements _rewrite")
 
     def _commit(
         self, records: Records, vectors: Vectors, scope: Scope, session_id: str, event_ids: Ids, new_only: bool = False
@@ -203,14 +220,6 @@ class Engine(Listing, SessionReads, ErasureMarks, VectorUpkeep, EngineStoreLedge
         """``_page`` by time, the next cursor JSON-able; this default reads the scope and sorts it."""
         pager = partial(self._page, where=where) if given(where, self._page) else self._page
         return page_by_time(pager, scope, cursor, size, newest_first)
-
-    def _scopes(self) -> list[tuple[str, str, int]]:
-        """(app, user, count) of every scope of this index holding a record (``stats``, ``migrate``)."""
-        raise NotImplementedError
-
-    def _indices(self) -> list[str]:
-        """The ``index`` names (as callers pass them) of this store's indices holding records."""
-        raise NotImplementedError
 
     # With ``keeps_ledger``, an engine implements these four; without, they use ``side_ledger``.
 
@@ -301,6 +310,12 @@ class Engine(Listing, SessionReads, ErasureMarks, VectorUpkeep, EngineStoreLedge
         """Insert or replace ``records`` by id; return once the engine confirmed it (``core.saving``)."""
         await self.saving.upsert(records)
 
+    async def rewrite(self, records: Sequence[MemoryRecord]) -> list[str]:
+        """Write ``records`` over the records of their ids the store still holds; the ids written (an
+        update's write: a memory erased since it was read stays erased). Without ``rewrites_alive``,
+        an ``upsert`` of them all."""
+        return await self.saving.rewrite(records)
+
     async def save(
         self, records: Sequence[MemoryRecord], scope: Scope, session_id: str, event_ids: Ids, *, new_only: bool = False
     ) -> None:
@@ -321,14 +336,6 @@ class Engine(Listing, SessionReads, ErasureMarks, VectorUpkeep, EngineStoreLedge
         if id_list is None and self.erasing is not None:
             return await self._run("deleting memories", self.erasing.erase, scope, session_id)
         return await self._run("deleting memories", self._remove, scope, id_list, session_id)
-
-    async def scopes(self) -> list[tuple[str, str, int]]:
-        """(app, user, count) of every scope of this index with records (``_scopes``)."""
-        return await self._read("listing users", self._scopes)
-
-    async def indices(self) -> list[str]:
-        """The index names of this store that hold records (``_indices``)."""
-        return await self._read("listing indices", self._indices)
 
     async def purge(self) -> str:
         """Compact what erases left in the engine's files (``_purge``, with ``purges``); a sentence

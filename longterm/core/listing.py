@@ -1,7 +1,8 @@
 """A store's listings, filtered or not: ``count``, ``scan`` and ``page_by_time`` over an engine's primitives.
 
 The seam: ``Listing``, a base of ``Engine`` (as ``core.neighbours.SessionReads`` is), turning
-``_count``, ``_page`` and ``_page_by_time`` into the async contract, each with ``where=``
+``_count``, ``_page`` and ``_page_by_time`` into the async contract (and the primitives ``_scopes``
+and ``_indices`` into ``scopes`` and ``indices``, what ``stats`` and ``migrate`` list), each with ``where=``
 (``core.where``): the engine applies the filter's ``native`` tree in its own query, and where
 that is not the whole filter (a range over metadata) and the engine does not apply the whole
 filter itself (``filters_exact``), each record is checked here; a count then reads the records.
@@ -25,7 +26,7 @@ T = TypeVar("T")
 
 
 class Listing:
-    """``count``, ``scan`` and ``page_by_time`` (see the module docstring)."""
+    """``count``, ``scan``, ``page_by_time``, ``scopes`` and ``indices`` (see the module docstring)."""
 
     if TYPE_CHECKING:  # ``Engine``'s, which this is a base of
 
@@ -84,3 +85,19 @@ class Listing:
         if where is not None and (self._checks(where, self._page_by_time) or self._checks(where)):
             records = [r for r in records if where.admits(r)]
         return records, after
+
+    def _scopes(self) -> list[tuple[str, str, int]]:
+        """(app, user, count) of every scope of this index holding a record (``stats``, ``migrate``)."""
+        raise NotImplementedError
+
+    def _indices(self) -> list[str]:
+        """The ``index`` names (as callers pass them) of this store's indices holding records."""
+        raise NotImplementedError
+
+    async def scopes(self) -> list[tuple[str, str, int]]:
+        """(app, user, count) of every scope of this index with records (``_scopes``)."""
+        return await self._read("listing users", self._scopes)
+
+    async def indices(self) -> list[str]:
+        """The index names of this store that hold records (``_indices``)."""
+        return await self._read("listing indices", self._indices)

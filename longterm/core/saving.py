@@ -67,6 +67,7 @@ class Writes(NamedTuple):
 
     write: Callable[[Records, Vectors], None]
     write_new: Callable[[Records, Vectors], None]
+    rewrite: Callable[[Records, Vectors], Sequence[str]]
     commit: Commit
     ledger_saved: Callable[[Scope, str], set[str]]
     ledger_mark: Callable[[Scope, str, Sequence[str]], None]
@@ -77,14 +78,24 @@ class Saving:
     """An engine's saves and upserts (see the module docstring)."""
 
     def __init__(
-        self, runner: Runner, embedding: Embedding, writes: Writes, *, atomic: bool, limit: int | None
+        self,
+        runner: Runner,
+        embedding: Embedding,
+        writes: Writes,
+        *,
+        atomic: bool,
+        limit: int | None,
+        rewrites: bool = False,
     ) -> None:
         self.atomic = atomic
         """``atomic_save``: records and marks in one ``_commit``."""
+        self.rewrites = rewrites
+        """``rewrites_alive``: ``rewrite`` writes only over records the store still holds (``_rewrite``)."""
         self.limit = limit
         """Largest record a save accepts (``max_record_bytes``); a larger one fails the save."""
         self._runner, self._embedding = runner, embedding
         self._write, self._write_new, self._commit = Hook(writes.write), Hook(writes.write_new), Hook(writes.commit)
+        self._rewrite = Hook(writes.rewrite)
         self._saved, self._mark = Hook(writes.ledger_saved), Hook(writes.ledger_mark)
         self._bytes = Hook(writes.record_bytes)
 
@@ -108,6 +119,24 @@ class Saving:
     def _upsert_now(self, records: Records, vectors: Vectors) -> None:
         self._write(records, vectors)
         self._embedding.written(vectors)
+
+    async def rewrite(self, records: Records) -> list[str]:
+        """``records`` written over the records of their ids the store still holds (``rewrites``;
+        otherwise an ``upsert``); the ids written."""
+        if not records:
+            return []
+        vectors = await self._before_write(records)
+        written = await self._runner.run("saving memories", self._rewrite_now, list(records), vectors)
+        self._embedding.wake()
+        return written
+
+    def _rewrite_now(self, records: Records, vectors: Vectors) -> list[str]:
+        if not self.rewrites:
+            self._upsert_now(records, vectors)
+            return [r.id for r in records]
+        written = list(self._rewrite(records, vectors))
+        self._embedding.written(vectors)
+        return written
 
     async def save(
         self, records: Records, scope: Scope, session_id: str, event_ids: Sequence[str], new_only: bool

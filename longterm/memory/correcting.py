@@ -12,7 +12,10 @@ words of a corrected memory or one that expired. Why facts are told: facts disti
 words go with them (``FactLayer.erase(superseded=)``), as on an erase; the corrected words are
 evidence from now on. Why the write overwrites in place and not an erase then a write: a failure
 between the two would lose the memory; an overwrite leaves the old words where an erase would
-(each engine's page says where, and ``purge`` compacts).
+(each engine's page says where, and ``purge`` compacts). Why ``rewrite`` and not ``upsert``: the
+memory was read a moment before; an erase in between (another worker, ``delete_all``, the expiry
+sweep) must win, so the engine writes only over a record it still holds, in one step, and an update
+that lost returns None as for a memory never there.
 """
 
 from __future__ import annotations
@@ -96,10 +99,10 @@ class Corrector:
             await parts.ledger.mark_saved(scope, SETTLED, [memory_id])
             if parts.facts is not None and text is not None:
                 await parts.facts.begin_erase(scope, memory_id=memory_id)
-            await parts.backend.upsert([new])
+            written = await self._rewrite(new)
             if parts.facts is not None and text is not None:
                 await parts.facts.erase(scope, superseded={memory_id})
-        return new
+        return new if written else None
 
     async def extend(self, scope: Scope, memory_id: str, expires: float | None, at: float) -> MemoryRecord | None:
         """The memory ``memory_id`` expiring at ``expires`` (None: never) from now; None when the
@@ -109,8 +112,18 @@ class Corrector:
             return None
         new = old.model_copy(update={"expires_at": expires})
         with guard("extending a memory", f"backend {self.route.parts.name!r}"):
-            await self.route.parts.backend.upsert([new])
-        return new
+            written = await self._rewrite(new)
+        return new if written else None
+
+    async def _rewrite(self, new: MemoryRecord) -> bool:
+        """``new`` written over its memory where the store still holds it; False when an erase took it
+        since it was read (a backend without ``rewrite``: an upsert, always True)."""
+        backend = self.route.parts.backend
+        rewrite = getattr(backend, "rewrite", None)
+        if rewrite is None:
+            await backend.upsert([new])
+            return True
+        return new.id in await rewrite([new])
 
     async def sweep(self, scope: Scope, at: float, *, dry_run: bool = False) -> int:
         """Erase the user's memories that expired by ``at`` (with an erase's guarantees); how many."""

@@ -76,6 +76,10 @@ def fts_query(terms: Sequence[str]) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in list(dict.fromkeys(terms))[:MAX_QUERY_TERMS])
 
 
+#: Whether the record (scope, session, event, id) is still there: what ``_rewrite`` writes over.
+ALIVE = "SELECT 1 FROM records WHERE scope = ? AND session_id = ? AND event_id = ? AND id = ?"
+
+
 def to_row(scope: int, r: MemoryRecord) -> tuple[Any, ...]:
     """The ``UPSERT`` row of ``r`` in scope ``scope``: compact JSON, the terms where they differ from the text."""
     content = None if r.text_only_content() else json.dumps(r.content, **_COMPACT)

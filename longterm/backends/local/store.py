@@ -64,7 +64,7 @@ from ...core.sqlite import (
 from ...records import MemoryRecord, Scope
 from . import schema as sql
 from .reads import LocalReads
-from .rows import Held, put, to_row
+from .rows import ALIVE, Held, put, to_row
 from .sessions import LocalSessions
 from .upgrade import upgrade
 
@@ -100,6 +100,7 @@ class LocalBackend(LocalSessions, LocalReads):
     embeds_later = True
     native_hybrid = True  # fused on row ids before a record is parsed
     filters_exact = True  # the whole filter, in SQL (``filtering``), before every cut (``reads``)
+    rewrites_alive = True  # the check and the write in one transaction
     purge_note: ClassVar[str] = (
         "nothing more to compact: every local erase purges at once (secure delete, the full-text index merged, "
         "the WAL truncated)"
@@ -272,6 +273,22 @@ class LocalBackend(LocalSessions, LocalReads):
             over = self._put(records, vectors, ids, None)
         if over:  # the old words are in the WAL's frames until it is emptied
             truncate_wal(self.conn, self.path)
+
+    @override
+    def _rewrite(self, records: Records, vectors: Vectors) -> list[str]:
+        scopes = {pair: self._scope(*pair) for pair in {(r.app_name, r.user_id) for r in records}}
+        with write_transaction(self.conn) as conn:  # read under the write lock: no erase comes in between
+            keep = [
+                i
+                for i, r in enumerate(records)
+                if (scope := scopes[r.app_name, r.user_id]) is not None
+                and conn.execute(ALIVE, (scope, r.session_id, r.event_id, sql.stored_id(r.id))).fetchone()
+            ]
+            kept = [records[i] for i in keep]
+            over = bool(kept) and self._put(kept, None if vectors is None else vectors[keep], scopes, None)  # type: ignore[arg-type]
+        if over:
+            truncate_wal(self.conn, self.path)
+        return [r.id for r in kept]
 
     @override
     def _commit(

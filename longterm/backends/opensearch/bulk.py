@@ -5,7 +5,7 @@ The seam: ``chunks(index, rows, op)`` cuts documents into bulk bodies of at most
 save that returned is searchable) and returns each item's status, raising ``Incomplete``
 for a failed item unless its status is one the caller tolerates (a ``create`` whose id
 exists, a conditional write whose document changed); ``tombstones(index, hits)`` is an
-erase's body.
+erase's body, ``conditional(index, rows)`` an update's (both written only over what was read).
 
 Why bounded: a large session never meets a 413 (AWS allows 10 MB a request), and no one
 request holds the cluster long.
@@ -76,11 +76,40 @@ def send(client: Any, chunk: Chunk, tolerate: tuple[int, ...] = (409,)) -> list[
 def tombstones(index: str, hits: list[dict[str, Any]]) -> Chunk:
     """A ``TOMBSTONE`` over each of ``hits`` (search hits with ``seq_no_primary_term``), each written
     only if the document is unchanged since read (``if_seq_no``)."""
+    return conditional(index, [(h, TOMBSTONE, f"record {h['_id']!r}") for h in hits])
+
+
+def conditional(index: str, rows: Sequence[tuple[dict[str, Any], dict[str, Any], str]]) -> Chunk:
+    """One body of ``rows`` (a document as read, with its ``_id``, ``_seq_no`` and ``_primary_term``;
+    what to write in its place; what it is), each written only if the document is unchanged since read."""
     chunk: Chunk = []
-    for h in hits:
-        cond = {"_index": index, "_id": h["_id"], "if_seq_no": h["_seq_no"], "if_primary_term": h["_primary_term"]}
-        chunk.append((f"{json.dumps({'index': cond})}\n{json.dumps(TOMBSTONE)}\n".encode(), f"record {h['_id']!r}"))
+    for read, doc, label in rows:
+        cond = {
+            "_index": index,
+            "_id": read["_id"],
+            "if_seq_no": read["_seq_no"],
+            "if_primary_term": read["_primary_term"],
+        }
+        chunk.append((f"{json.dumps({'index': cond})}\n{json.dumps(doc, ensure_ascii=False)}\n".encode(), label))
     return chunk
+
+
+def written_over(client: Any, index: str, rows: Sequence[tuple[str, dict[str, Any], str]]) -> list[str]:
+    """Of ``rows`` (id, document, what it is), each written over its document only if that is still the
+    record read here (``if_seq_no``: an erase's tombstone in between wins, and this write makes an erase
+    read it again), keeping its stamp ``SAVED``, so an erase under way still covers it; the ids written.
+    One bulk body: an update's few records."""
+    docs = {doc_id: (doc, label) for doc_id, doc, label in rows}
+    body = {"ids": list(docs)}
+    found = client.mget(index=index, body=body, realtime=True, _source_includes=[SAVED, "record_id"])["docs"]
+    kept = []
+    for read in found:
+        held = read.get("_source") or {}
+        if read.get("found") and "record_id" in held:  # a tombstone holds none
+            doc, label = docs[read["_id"]]
+            kept.append((read, {**doc, **({SAVED: held[SAVED]} if SAVED in held else {})}, label))
+    statuses = send(client, conditional(index, kept)) if kept else []
+    return [read["_id"] for (read, _, _), status in zip(kept, statuses, strict=True) if status < 300]
 
 
 def changed(

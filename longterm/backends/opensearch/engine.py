@@ -39,7 +39,7 @@ from ...errors import BackendUnavailableError, ConfigurationError, InvalidInputE
 from ...records import MemoryRecord, Scope
 from ...retrieval.text import segment
 from ..index_names import refuse_another
-from .bulk import Chunk, changed, chunks, send
+from .bulk import Chunk, changed, chunks, send, written_over
 from .erasing import OpenSearchErasures
 from .filtering import add_tokens, clauses, tokens_of
 from .purge import purge
@@ -77,6 +77,7 @@ class OpenSearchBackend(OpenSearchReads, OpenSearchErasures, Engine):
     unreachable: ClassVar[str] = "Start it, or set LONGTERM_OPENSEARCH_URL / backend_config['url']."
     purges = True
     marks_erasures = True  # an erase is a page of tombstones at a time: its mark first (``erasing``)
+    rewrites_alive = True  # a write over what was read only (``if_seq_no``), its stamp kept
 
     def __init__(self, config: OpenSearchConfig | None = None, **options: Any) -> None:
         """``OpenSearchBackend(url=..., index=...)``: the keys of ``OpenSearchConfig``, or one."""
@@ -212,6 +213,14 @@ class OpenSearchBackend(OpenSearchReads, OpenSearchErasures, Engine):
     def _write(self, records: Records, vectors: Vectors, op: str = "index") -> None:
         """Each record's document, stamped with the store's clock (``erasing``);
         ``op="index"``: only those the index does not hold exactly so."""
+        rows = self._docs(records, vectors)
+        rows = changed(self.client, self.index, rows) if op == "index" else rows
+        if rows:
+            now = self._clock()
+            self._bulk(self.index, [(i, {**doc, SAVED: now}, label) for i, doc, label in rows], op)
+
+    def _docs(self, records: Records, vectors: Vectors) -> list[tuple[str, dict[str, Any], str]]:
+        """(id, document, what it is) of each record, unstamped."""
         rows = []
         for i, r in enumerate(records):
             data = r.model_dump(mode="json", exclude={"content"} if r.text_only_content() else None)
@@ -223,10 +232,12 @@ class OpenSearchBackend(OpenSearchReads, OpenSearchErasures, Engine):
             if vectors is not None:
                 doc["embedding"] = vectors[i].astype("float32").tolist()
             rows.append((r.id, doc, f"event {r.event_id!r} of session {r.session_id!r}"))
-        rows = changed(self.client, self.index, rows) if op == "index" else rows
-        if rows:
-            now = self._clock()
-            self._bulk(self.index, [(i, {**doc, SAVED: now}, label) for i, doc, label in rows], op)
+        return rows
+
+    @override
+    def _rewrite(self, records: Records, vectors: Vectors) -> list[str]:
+        """Each record written over its document only if that is still the one read (``bulk.written_over``)."""
+        return written_over(self.client, self.index, self._docs(records, vectors))
 
     @override
     def _ledger_mark(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:

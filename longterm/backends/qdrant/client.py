@@ -193,6 +193,12 @@ class QdrantBackend(TimeWindows, QdrantEngine):
             self._client.upsert(collection, points=points[start : start + BATCH], wait=True)
 
     @override
+    def _update_only(self, points: list[dict[str, Any]]) -> None:
+        mode, structs = self._m.UpdateMode.UPDATE_ONLY, [self._m.PointStruct(**p) for p in points]
+        for start in range(0, len(structs), BATCH):
+            self._client.upsert(self.collection, points=structs[start : start + BATCH], wait=True, update_mode=mode)
+
+    @override
     def _stored(self, point_ids: list[str], dense: bool) -> list[Any]:
         got = self._client.retrieve(
             self.collection, point_ids, with_payload=True, with_vectors=[DENSE] if dense else False

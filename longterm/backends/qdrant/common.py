@@ -1,19 +1,18 @@
-"""What both Qdrant engines share: error rules, the payload, and
-``QdrantEngine``, the primitives both spell alike.
+"""What both Qdrant engines share: error rules, the payload, and ``QdrantEngine``, the primitives both spell alike.
 
-The seam: ``client.py`` (qdrant-client: a server, or its local mode) and ``edge.py``
-(qdrant-edge, Qdrant's engine in this process) subclass ``QdrantEngine`` and spell a few
-hooks with their client (``_has_id``, ``_query``, ``_rrf``, ``_scroll``, ``_count_where``,
-``_delete_where``, ``_set_payloads``). One data model for both (docs/backends.md): a
-collection per index, point ids the record ids read as UUIDs, the record in the payload with
-its filter tokens (``tags.TAGS``), a sparse BM25 vector (computed on the engine's thread) and,
-with an embedder, a dense one. The scope is always a structured payload filter, never string
-matching; a ``where`` joins it in the same filter (``_scoped``, ``tags.condition``), so every
-read applies it before its cut: the vector and full-text queries, Qdrant's RRF, counts, scrolls.
-A store written before the tokens gets them once at open (``_tag_old_points``). A record that
-expires carries ``tags.EXPIRY`` too; a read made at a moment leaves out what expired by then in
-the same filter, or, on an embedded store that never held a record that expires, asks nothing
-more than an unfiltered read (``_may_expire``).
+The seam: ``client.py`` (qdrant-client: a server, or its local mode) and ``edge.py`` (qdrant-edge,
+Qdrant's engine in this process) subclass ``QdrantEngine`` and spell a few hooks with their client
+(``_has_id``, ``_query``, ``_rrf``, ``_scroll``, ``_count_where``, ``_delete_where``,
+``_set_payloads``, ``_update_only``: an update's write, only over a point still there). One data
+model for both (docs/backends.md): a collection per index, point ids the record ids read as UUIDs,
+the record in the payload with its filter tokens (``tags.TAGS``), a sparse BM25 vector (computed on
+the engine's thread) and, with an embedder, a dense one. The scope is always a structured payload
+filter, never string matching; a ``where`` joins it in the same filter (``_scoped``,
+``tags.condition``), so every read applies it before its cut: the vector and full-text queries,
+Qdrant's RRF, counts, scrolls. A store written before the tokens gets them once at open
+(``_tag_old_points``). A record that expires carries ``tags.EXPIRY`` too; a read made at a moment
+leaves out what expired by then in the same filter, or, on an embedded store that never held a
+record that expires, asks nothing more than an unfiltered read (``_may_expire``).
 
 Both list their users (``_scopes``: one scroll of the index) and their indices
 (``_indices``): an index keeps its logical name (``backend_config["index"]``) beside it, since
@@ -117,6 +116,7 @@ def to_record(payload: dict[str, Any]) -> MemoryRecord:
 class QdrantEngine(Engine):
     name: ClassVar[str] = "qdrant"
     native_hybrid = True  # with fusion "rrf", Qdrant's own; otherwise the core's (``_search``)
+    rewrites_alive = True  # Qdrant's update-only upsert (``_update_only``)
     purge_note: ClassVar[str] = (
         "Qdrant keeps an erased point in its write-ahead log until the log is flushed and in its segment until "
         "the vacuum optimizer rewrites it (when a fifth of a segment is deleted); longterm cannot force that"
@@ -173,6 +173,10 @@ class QdrantEngine(Engine):
         raise NotImplementedError
 
     def _delete_where(self, flt: Any) -> None:
+        raise NotImplementedError
+
+    def _update_only(self, points: list[dict[str, Any]]) -> None:
+        """``points`` (``_points``' fields) upserted in update-only mode: a point not there is not made."""
         raise NotImplementedError
 
     def _set_payloads(self, changes: list[tuple[Any, dict[str, Any]]]) -> None:
@@ -271,6 +275,14 @@ class QdrantEngine(Engine):
             if vectors is not None:
                 vector[DENSE] = vectors[i].astype("float32").tolist()
             yield {"id": point_id(r.id), "vector": vector, "payload": self._payload(r)}
+
+    @override
+    def _rewrite(self, records: Records, vectors: Vectors) -> list[str]:
+        """One update-only upsert (check and write in one operation); written: those still there after."""
+        self._note_expiring(records)
+        self._update_only(list(self._points(records, vectors)))
+        held = {str(p.id) for p in self._stored([point_id(r.id) for r in records], False)}
+        return [r.id for r in records if point_id(r.id) in held]
 
     def _stored(self, point_ids: list[str], dense: bool) -> list[Any]:
         """The points of ``point_ids`` the collection holds, with their payloads (and dense vectors)."""

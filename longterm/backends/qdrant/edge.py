@@ -301,6 +301,13 @@ class QdrantEdgeBackend(EdgeWindows, QdrantEngine):
             self._shard.update(self._e.UpdateOperation.upsert_points(points[start : start + BATCH]))
 
     @override
+    def _update_only(self, points: list[dict[str, Any]]) -> None:
+        e = self._e
+        for start in range(0, len(points), BATCH):
+            batch = [e.Point(**p) for p in points[start : start + BATCH]]
+            self._shard.update(e.UpdateOperation.upsert_points(batch, update_mode=e.UpdateMode.UpdateOnly))
+
+    @override
     def _has_id(self, point_ids: list[str]) -> Any:
         return self._e.HasIdCondition(set(point_ids))
 

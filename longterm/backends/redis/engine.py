@@ -25,7 +25,6 @@ script wait (``WAIT``) for that many replicas, on the script's own connection.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -43,14 +42,18 @@ from ...records import Scope, parse_record
 from ...retrieval.text import index_terms
 from .erasing import RedisErasures
 from .filtering import expiry, tags
+from .purge import purge
 from .reads import RedisReads
 from .scripts import (
+    ALL,
     ERASE,
     FAILOVER_HINT,
     INDEX_KEY,
     INDEX_ON,
     MARK,
+    NEW_ONLY,
     NO_INDEX,
+    OVER,
     SAVE,
     SCHEMA,
     SCRIPT_BATCH,
@@ -88,6 +91,7 @@ class RedisBackend(RedisReads, RedisErasures, RedisVectors, Engine):
     embeds_later = True  # saved without a vector: listed by the same script (``vectors``)
     purges = True
     marks_erasures = True  # an erase of a user is many script calls: its mark first (``core.erasures``)
+    rewrites_alive = True  # ``SAVE`` in mode ``OVER``: the check and the write in one script
 
     def __init__(self, config: RedisConfig | None = None, **options: Any) -> None:
         """``RedisBackend(url=..., index=...)``: the keys of ``RedisConfig``, or one."""
@@ -223,11 +227,17 @@ class RedisBackend(RedisReads, RedisErasures, RedisVectors, Engine):
         self._put(records, vectors, None, [])
 
     @override
+    def _rewrite(self, records: Records, vectors: Vectors) -> list[str]:
+        """``SAVE`` in mode ``OVER``: the check and the write in one script."""
+        prefix = len(f"{self.ns}m:")
+        return [key.decode()[prefix:] for key in self._put(records, vectors, None, [], OVER)]
+
+    @override
     def _commit(
         self, records: Records, vectors: Vectors, scope: Scope, session_id: str, event_ids: Ids, new_only: bool = False
     ) -> None:
         """One ``SAVE`` per batch, the marks with the last; ``new_only`` is read inside the script."""
-        self._put(records, vectors, (scope, session_id), event_ids, new_only)
+        self._put(records, vectors, (scope, session_id), event_ids, NEW_ONLY if new_only else ALL)
 
     @override
     def _ledger_mark(self, scope: Scope, session_id: str, event_ids: Sequence[str]) -> None:
@@ -239,20 +249,22 @@ class RedisBackend(RedisReads, RedisErasures, RedisVectors, Engine):
         vectors: Vectors,
         of: tuple[Scope, str] | None,
         marks: Ids,
-        new_only: bool = False,
-    ) -> None:
-        """One ``SAVE`` call per ``SCRIPT_BATCH`` records; ``marks`` go into the ledger of session ``of``
-        (scope, session id) with the last, and that session into the scope's ledger sessions."""
+        kind: int = ALL,
+    ) -> list[bytes]:
+        """One ``SAVE`` call per ``SCRIPT_BATCH`` records (``kind``: ``scripts.ALL``, ``NEW_ONLY`` or
+        ``OVER``); ``marks`` go into the ledger of session ``of`` (scope, session id) with the last, and
+        that session into the scope's ledger sessions. The keys written over (``OVER``)."""
         meta = self.ns + "meta"
         ledger, listed, sid = meta, meta, ""
         if of is not None:
             ledger, listed, sid = self._ledger_key(*of), self._sessions_key(of[0]), of[1]
         vecs = None if vectors is None else vectors.astype("float32", copy=False)
+        written: list[bytes] = []
         for start in range(0, len(records), SCRIPT_BATCH) or (0,):
             batch = range(start, min(start + SCRIPT_BATCH, len(records)))
             now = marks if batch.stop == len(records) else ()
             keys: list[str] = [meta, ledger, listed, self.ns + UNEMBEDDED]
-            args: list[Any] = [self._vectors_mode(vecs), int(new_only), len(now), sid, *now]
+            args: list[Any] = [self._vectors_mode(vecs), kind, len(now), sid, *now]
             groups: dict[str, list[int]] = {}
             for i in batch:
                 groups.setdefault(self._tag(records[i].app_name, records[i].user_id), []).append(i)
@@ -268,18 +280,20 @@ class RedisBackend(RedisReads, RedisErasures, RedisVectors, Engine):
                     if vecs is not None:
                         args.append(vecs[i].tobytes())
             if len(keys) > 4 or now:
-                self._script(keys, args)
+                written += self._script(keys, args)
+        return written
 
-    def _script(self, keys: list[str], args: list[Any]) -> None:
-        """One ``SAVE`` call; with ``wait_replicas``, then ``WAIT`` on the same connection (a pipeline)."""
+    def _script(self, keys: list[str], args: list[Any]) -> list[bytes]:
+        """One ``SAVE`` call (what it returns); with ``wait_replicas``, then ``WAIT`` on the same
+        connection (a pipeline)."""
         want = self.cfg.wait_replicas
         if not want:
-            self._save(keys=keys, args=args)
-            return
+            return list(self._save(keys=keys, args=args) or [])
         with self._r.pipeline(transaction=False) as pipe:
             self._save(keys=keys, args=args, client=pipe)
             pipe.execute_command("WAIT", want, int(self.cfg.wait_timeout * 1000))
-            acked = int(pipe.execute()[-1])
+            replies = pipe.execute()
+            acked = int(replies[-1])
         if acked < want:
             raise BackendUnavailableError(
                 f"redis at {self.where}: a save reached the primary, but {acked} of the {want} replicas asked for "
@@ -287,6 +301,7 @@ class RedisBackend(RedisReads, RedisErasures, RedisVectors, Engine):
                 "be lost with the primary. Retry the save (a retry writes nothing twice); check the replicas' "
                 "link, or raise wait_timeout."
             )
+        return list(replies[0] or [])
 
     @override
     def _scopes(self) -> list[tuple[str, str, int]]:
@@ -338,30 +353,7 @@ class RedisBackend(RedisReads, RedisErasures, RedisVectors, Engine):
 
     @override
     def _purge(self) -> None:
-        """Rewrite the AOF (``BGREWRITEAOF``) and, where snapshots are configured, the RDB (``BGSAVE``),
-        and wait for both: until then the files keep what an erase deleted."""
-        info = self._r.info("persistence")
-        started = []
-        if int(info.get("aof_enabled", 0)):
-            self._r.bgrewriteaof()
-            started.append(("aof_rewrite_in_progress", "aof_rewrite_scheduled", "aof_last_bgrewrite_status"))
-        if self._snapshots():
-            self._r.bgsave(schedule=True)
-            started.append(("rdb_bgsave_in_progress", "rdb_bgsave_in_progress", "rdb_last_bgsave_status"))
-        while started:
-            time.sleep(0.05)
-            info = self._r.info("persistence")
-            for running, scheduled, status in list(started):
-                if not int(info.get(running, 0)) and not int(info.get(scheduled, 0)):
-                    if info.get(status) not in ("ok", None):
-                        raise BackendError(f"redis at {self.where}: purging failed ({status}: {info.get(status)}).")
-                    started.remove((running, scheduled, status))
-
-    def _snapshots(self) -> bool:
-        try:
-            return bool(self._r.config_get("save").get("save"))
-        except self._redis.exceptions.ResponseError:  # CONFIG renamed or refused (managed services)
-            return False
+        purge(self._r, self.where)  # ``purge``: the AOF and RDB rewritten without what erases deleted
 
     @override
     def _ledger_saved(self, scope: Scope, session_id: str) -> set[str]:

@@ -51,6 +51,8 @@ CLOCK = "clock"
 UNEMBEDDED = "unembedded"
 #: ``SAVE``'s first argument: the records carry vectors; they carry none; none, and are listed (``UNEMBEDDED``).
 WITH_VECTORS, NO_VECTORS, PENDING = 1, 0, 2
+#: ``SAVE``'s second argument: every record; those of events the ledger does not hold; only over records still there.
+ALL, NEW_ONLY, OVER = 0, 1, 2
 #: The field of ``ns meta`` holding the clock up to which every record written carries its filter
 #: tokens (``tokens``); ``SAVE`` and ``MARK`` move it with the clock while the two are equal.
 FILTERS_KEY = "filters"
@@ -75,19 +77,20 @@ local function tick()
   return now
 end
 """
-#: KEYS: ``ns meta``, the session's ledger set (or ``ns meta``), the set of its scope's ledger sessions (or
-#: ``ns meta``), ``ns unembedded`` (``UNEMBEDDED``), then per scope its set key, its erasure marks' key and
-#: its record keys. ARGV: the vectors' mode (``WITH_VECTORS``, ``NO_VECTORS`` or ``PENDING``), 1 to leave
-#: out events the ledger holds, the number of event ids to mark, the session id they are of (added to the
-#: scope's ledger sessions with them), and those ids, then per scope its tag and record count, then per
-#: record its event id, doc, terms, timestamp, session tag, filter tokens, expiry ('': none, the field is
-#: removed) [and embedding]. Leaving out inside the
-#: script: no erase can slip between a check and a write. A record stored exactly so (doc, terms, tokens,
-#: vector) is not written again (a second import writes nothing), unless an erase of its scope is under way
-#: (a write after its start keeps it). Each record written is stamped ``saved`` with the store's clock
-#: (``CLOCK``, moved once a script; ``FILTERS_KEY`` with it when they were equal), and ``rid``, its key's
-#: ``record_tag``. With a vector it leaves ``ns unembedded``; ``PENDING``: its old vector (of other words,
-#: maybe) dropped, it is listed there, scored by that clock (``vectors``: embedded later), in the same step.
+#: KEYS: ``ns meta``, the session's ledger set (or ``ns meta``), the set of its scope's ledger sessions (or ``ns
+#: meta``), ``ns unembedded`` (``UNEMBEDDED``), then per scope its set key, its erasure marks' key and its record
+#: keys. ARGV: the vectors' mode (``WITH_VECTORS``, ``NO_VECTORS`` or ``PENDING``), the write's kind (``ALL``;
+#: ``NEW_ONLY``: leave out events the ledger holds; ``OVER``: write only over a record still there, keeping its
+#: ``saved``: an update's; the keys found there are returned), the number of event ids to mark, the session id they
+#: are of (added to the scope's ledger sessions with them), and those ids, then per scope its tag and record count,
+#: then per record its event id, doc, terms, timestamp, session tag, filter tokens, expiry ('': none, the field is
+#: removed) [and embedding]. Leaving out (or the check of ``OVER``) inside the script: no erase can slip between a
+#: check and a write. A record stored exactly so (doc, terms, tokens, vector) is not written again (a second import
+#: writes nothing), unless an erase of its scope is under way (a write after its start keeps it; ``OVER`` keeps the
+#: old stamp, still covered). Each record written is stamped ``saved`` with the store's clock (``CLOCK``, moved once
+#: a script; ``FILTERS_KEY`` with it when they were equal), and ``rid``, its key's ``record_tag``. With a vector it
+#: leaves ``ns unembedded``; ``PENDING``: its old vector (of other words, maybe) dropped, it is listed there, scored
+#: by that clock (``vectors``: embedded later), in the same step.
 SAVE = (
     TICK
     + """
@@ -96,6 +99,7 @@ local function sadd(key, list, from, to)
   for i = from, to, 500 do redis.call('SADD', key, unpack(list, i, math.min(i + 499, to))) end
 end
 local vec, pend, new, marks = ARGV[1] == '1', ARGV[1] == '2', ARGV[2] == '1', tonumber(ARGV[3])
+local over, written = ARGV[2] == '2', {}
 local listed = vec and redis.call('EXISTS', KEYS[4]) == 1
 local k, a, now = 5, 5 + marks, nil
 while k <= #KEYS do
@@ -103,7 +107,9 @@ while k <= #KEYS do
   local erasing = redis.call('EXISTS', KEYS[k + 1]) == 1
   a = a + 2
   for i = k + 2, k + 1 + count do
-    if not (new and redis.call('SISMEMBER', KEYS[2], ARGV[a]) == 1) then
+    local gone = over and redis.call('EXISTS', KEYS[i]) == 0
+    if over and not gone then written[#written + 1] = KEYS[i] end
+    if not gone and not (new and redis.call('SISMEMBER', KEYS[2], ARGV[a]) == 1) then
       local same = false
       if not erasing then
         local have = redis.call('HMGET', KEYS[i], 'doc', 'terms', 'ftags', 'embedding')
@@ -112,8 +118,10 @@ while k <= #KEYS do
       end
       if not same then
         now = now or tick()
+        local stamp = now
+        if over then stamp = redis.call('HGET', KEYS[i], 'saved') or 0 end
         redis.call('HSET', KEYS[i], 'doc', ARGV[a + 1], 'terms', ARGV[a + 2], 'scope', tag, 'timestamp',
-          ARGV[a + 3], 'session', ARGV[a + 4], 'ftags', ARGV[a + 5], 'saved', now, 'rid', redis.sha1hex(KEYS[i]))
+          ARGV[a + 3], 'session', ARGV[a + 4], 'ftags', ARGV[a + 5], 'saved', stamp, 'rid', redis.sha1hex(KEYS[i]))
         if ARGV[a + 6] == '' then redis.call('HDEL', KEYS[i], 'expires')
         else redis.call('HSET', KEYS[i], 'expires', ARGV[a + 6]) end
         if vec then
@@ -131,6 +139,7 @@ while k <= #KEYS do
   k = k + count + 2
 end
 if marks > 0 then sadd(KEYS[2], ARGV, 5, 4 + marks); redis.call('SADD', KEYS[3], ARGV[4]) end
+return written
 """
 )
 #: KEYS: a scope's set, then the record keys to erase (none: one SSCAN page of the set). ARGV: the SSCAN

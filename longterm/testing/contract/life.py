@@ -12,7 +12,10 @@ is slow and, on a loaded machine, flaky; the engine only ever sees the moment a 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from ... import LongTermMemory
 from .. import make_session
@@ -148,3 +151,47 @@ class Updating:
                 assert named in str(exc), (kwargs, str(exc))
             else:
                 raise AssertionError(f"update({kwargs}) was not refused")
+
+    def test_a_change_of_a_memory_erased_since_it_was_read_leaves_it_erased(
+        self, open_memory: Callable[..., LongTermMemory]
+    ) -> None:
+        """An ``update`` or ``extend`` reads the memory, then writes it; an erase in between (another
+        worker's ``delete``, ``delete_all``, an erase by date) wins: the change returns None and no
+        read path finds the memory or its words."""
+        memory = open_memory(app_name=APP)
+        erases: dict[str, Callable[[str], Awaitable[object]]] = {
+            "delete": lambda mid: memory.delete(mid, user_id=USER),
+            "delete_all": lambda mid: memory.delete_all(user_id=USER),
+            "by date": lambda mid: memory.delete_memories(app_name=APP, user_id=USER, before=T0 + 1e8),
+        }
+        for (name, erase), change in itertools.product(erases.items(), ("update", "extend")):
+            (mid,) = memory.add_sync("my locker code is 4417", user_id=USER).memory_ids
+            with _erased_after_its_read(erase):
+                if change == "update":
+                    got = memory.update_sync(mid, user_id=USER, text="my locker code is 9921")
+                else:
+                    got = memory.extend_sync(mid, user_id=USER, ttl=3_600)
+            assert got is None, f"{change} after {name}: the erase lost"
+            assert memory.get_sync(mid, user_id=USER) is None, f"{change} after {name} brought the memory back"
+            assert not memory.search_sync("locker code 9921 4417", user_id=USER), f"{change} after {name}"
+            assert memory.portal.call(memory.count(app_name=APP, user_id=USER)) == 0, f"{change} after {name}"
+
+
+@contextmanager
+def _erased_after_its_read(erase: Callable[[str], Awaitable[object]]) -> Iterator[None]:
+    """Within it, a change's read of a memory is followed by ``erase(memory_id)`` before its write
+    (what another worker's erase does when it comes in between)."""
+    from ...memory.correcting import Corrector
+
+    real = Corrector._found
+
+    async def read_then_erased(self: Corrector, scope: Any, memory_id: str, at: float) -> Any:
+        record = await real(self, scope, memory_id, at)
+        await erase(memory_id)
+        return record
+
+    Corrector._found = read_then_erased  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Corrector._found = real  # type: ignore[method-assign]
