@@ -20,10 +20,11 @@ What it owns, once for every engine:
 - **closing**: closed first, released second: from ``shut_out`` on every operation (queued,
   or asked for from any thread or loop) fails with the "closed" error instead of reaching
   the connection that the engine's ``release`` hook closes once the running ones ended;
-- **fork**: in a child of ``os.fork`` every live runner gets new worker threads, locks and a
-  fresh ``prepared`` (run by ``os.register_at_fork``, never on a save or a search), then
-  calls the engine's ``forget`` hook: the child opens connections of its own and never
-  touches the parent's (``core.fork.keep``);
+- **fork**: ``os.fork`` waits until no primitive runs (at most ``FORK_WAIT``; new ones wait
+  for the fork), so no store is forked mid-transaction; in the child every live runner gets new
+  worker threads, locks and a fresh ``prepared`` (run by ``os.register_at_fork``, never on a
+  save or a search), then calls the engine's ``forget`` hook: the child opens connections of its
+  own and never touches the parent's (``core.fork.keep``);
 - **lifetimes**: the runner holds its engine's hooks weakly, so nothing here keeps a dropped
   engine alive: its pool is collected with it and the pool's threads end.
 
@@ -60,6 +61,23 @@ _TIMEOUT_CM = sys.version_info >= (3, 11)
 _LIVE: weakref.WeakSet[Runner] = weakref.WeakSet()
 
 
+#: Seconds a fork waits for the primitives running in this process to end (then forks anyway, warned).
+FORK_WAIT = 30.0
+
+
+def _before_fork() -> None:
+    """``os.register_at_fork(before=...)``: no primitive starts, and the running ones end, before the
+    fork. A child inherits a SQLite connection's locks as memory without the locks themselves: one
+    forked mid-write held the write lock for ever, and its own writes met the parent's in the file."""
+    for runner in list(_LIVE):
+        runner.hold_for_fork()
+
+
+def _after_fork_in_parent() -> None:
+    for runner in list(_LIVE):
+        runner.go_on_after_fork()
+
+
 def _after_fork_in_child() -> None:
     """``os.register_at_fork(after_in_child=...)``: the child has only the thread that forked;
     whatever waited on the parent's other threads would wait forever. New pools and locks."""
@@ -71,7 +89,7 @@ def _after_fork_in_child() -> None:
 
 
 if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
 
 
 @dataclass(frozen=True)
@@ -151,6 +169,22 @@ class Runner:
         self._busy = threading.Condition()
         self._active = 0
         """Primitives running now (``call``); ``wait_idle`` waits for them to end."""
+        self._forking = False
+        """A fork of this process is under way (``hold_for_fork``): no primitive starts."""
+
+    def hold_for_fork(self) -> None:
+        """Before a fork: no primitive starts from now, and those running end (at most ``FORK_WAIT``)."""
+        with self._busy:
+            self._forking = True
+            if not self._busy.wait_for(lambda: self._active == 0, timeout=FORK_WAIT):
+                lb = self.label
+                log.warning("%s %s: forking while %d operations still run", lb.name, lb.where, self._active)
+
+    def go_on_after_fork(self) -> None:
+        """In the parent after a fork: primitives start again."""
+        with self._busy:
+            self._forking = False
+            self._busy.notify_all()
 
     def after_fork(self) -> None:
         """In a forked child: new threads and locks, then the engine forgets what it inherited."""
@@ -179,6 +213,7 @@ class Runner:
         Checked against ``closed`` under ``_busy``, so nothing starts once closing began and
         ``wait_idle`` can wait for what started before: no primitive runs on a closed connection."""
         with self._busy:
+            self._busy.wait_for(lambda: not self._forking)
             if self.closed:
                 raise self.closed_error()
             self._active += 1

@@ -30,7 +30,9 @@ is only ever created in the app's own index, so every process following the rule
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
+import weakref
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -132,6 +134,25 @@ def pinned(settings: MemorySettings) -> bool:
     return settings.told_index or not isinstance(settings.backend, str) or settings.ledger is not None
 
 
+#: Every router alive in this process, for ``_after_fork_in_child`` (weakly: never keeps one alive).
+_LIVE: weakref.WeakSet[Router] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """``os.register_at_fork(after_in_child=...)``: the child has only the thread that forked. A join
+    its parent was running never ends there (its future stays pending), and the routes' lock may be
+    held by a parent's thread: both made anew, so the child's next call joins (a join is safe to run
+    again: it is made to be finished after a crash)."""
+    for router in list(_LIVE):
+        router._lock = threading.Lock()
+        if router._joining is not None and not router._joining.done():
+            router._joining = None
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class Router:
     """The routes of one memory (see the module docstring)."""
 
@@ -151,6 +172,7 @@ class Router:
         """The store's one-time join (``ready``): running or done; None: not begun, or it failed."""
         self._joined = self.pinned
         """Whether ``ready`` has nothing left to do (read without the lock: it only turns True)."""
+        _LIVE.add(self)
 
     def routes(self) -> list[Route]:
         """Every index opened so far, this memory's own first."""
