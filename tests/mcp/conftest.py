@@ -3,7 +3,9 @@
 ``stdio(...)`` starts the command with the SDK's stdio transport (its stderr goes to a file
 the test can read); ``HttpServer`` starts ``--transport http`` on a free 127.0.0.1 port
 and ``http(url, token)`` connects the SDK's streamable HTTP client with a bearer token.
-Every call is bounded (``CALL_SECONDS``): a server that hangs fails the test.
+Every call is bounded (``CALL_SECONDS``): a server that hangs fails the test. ``PipeLines``
+(``tests.pipes``) reads a subprocess's answers line by line, each within a deadline, when a test
+speaks raw JSON-RPC to the server.
 """
 
 from __future__ import annotations

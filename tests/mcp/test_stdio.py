@@ -5,9 +5,11 @@ errors, and the command refuses a configuration that names no user."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -16,6 +18,7 @@ from longterm import LongTermMemory
 from longterm.cli import cli
 from tests.conftest import make_session
 from tests.mcp.conftest import call, local, ok, refused, server_env, stdio, texts
+from tests.pipes import PipeLines
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = {"search_memory", "save_memory", "delete_memory", "erase_session", "list_memories"}
@@ -167,7 +170,6 @@ async def test_the_documented_client_configuration_starts_a_working_server(tmp_p
 def test_a_lone_surrogate_or_deep_nesting_gets_an_answer_over_stdio(tmp_path: Path) -> None:
     """A request holding ``"\\ud800"`` (valid JSON, no Unicode) or nested 300 levels is answered,
     and the server goes on; the SDK's own reader dropped such a line and the client waited forever."""
-    import selectors
     import subprocess
 
     from tests.mcp.conftest import command
@@ -206,12 +208,13 @@ def test_a_lone_surrogate_or_deep_nesting_gets_an_answer_over_stdio(tmp_path: Pa
     proc.stdin.write(lines)
     proc.stdin.flush()
     answers: dict = {}
-    waiting = selectors.DefaultSelector()
-    waiting.register(proc.stdout, selectors.EVENT_READ)
+    output = PipeLines(proc.stdout)  # not select + readline: that misses answers written together
     try:
         while len(answers) < 4:  # no answer within 60 s is the bug: the client would wait forever
-            assert waiting.select(timeout=60), f"no answer within 60 s; answered: {sorted(answers)}"
-            line = proc.stdout.readline()
+            try:
+                line = output.next(60)
+            except TimeoutError:
+                raise AssertionError(f"no answer within 60 s; answered: {sorted(answers)}") from None
             assert line, f"the server closed its output with answers to {sorted(answers)} only"
             message = json.loads(line)
             answers[message.get("id")] = message
@@ -221,3 +224,25 @@ def test_a_lone_surrogate_or_deep_nesting_gets_an_answer_over_stdio(tmp_path: Pa
         proc.wait(60)
     assert answers[2]["result"]["isError"] is True or "memories" in json.dumps(answers[2]["result"])
     assert "result" in answers[3] and "result" in answers[4]
+
+
+def test_answers_written_together_are_each_read_within_the_deadline() -> None:
+    """Answers that reach the pipe together are each read at once, and a missing one is a
+    ``TimeoutError``. A ``select`` after a buffered ``readline`` waited for answers the buffer
+    already held (the pipe was empty): under load the surrogate test above reported a server
+    that stopped answering, when it had answered everything."""
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, b'{"id": 2}\n{"id": 3}\n{"id": 4}\n')  # one chunk; the writer keeps the pipe open
+        with open(read_end, encoding="utf-8", closefd=False) as output:
+            lines = PipeLines(output)
+            assert [json.loads(lines.next(1))["id"] for _ in range(3)] == [2, 3, 4]
+            os.write(write_end, b'{"id": 5')
+            with pytest.raises(TimeoutError):
+                lines.next(0.05)  # half a line is no answer
+            os.write(write_end, b'}\n{"id": 6}\n')
+            assert [lines.next(1), lines.next(1)] == ['{"id": 5}\n', '{"id": 6}\n']
+
+    finally:
+        os.close(read_end)
+        os.close(write_end)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import selectors
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from longterm import LongTermMemory
 from longterm.facts.model import Fact
 from longterm.records import MemoryRecord, Scope
 from longterm.testing import make_record
+from tests.pipes import PipeLines
 
 START_SECONDS = 30
 PAGE_SECONDS = 30
@@ -114,13 +114,13 @@ class UIServer:
 
     def _wait_for_url(self) -> str:
         assert self.proc.stderr is not None
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stderr, selectors.EVENT_READ)
+        output = PipeLines(self.proc.stderr)  # not select + readline: that misses lines printed together
         deadline, seen = time.monotonic() + START_SECONDS, []
         while time.monotonic() < deadline:
-            if not sel.select(timeout=max(0.0, deadline - time.monotonic())):
+            try:
+                line = output.next(max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
                 break
-            line = self.proc.stderr.readline()
             if not line:
                 break
             seen.append(line)
