@@ -276,16 +276,17 @@ class LocalBackend(LocalSessions, LocalReads):
 
     @override
     def _rewrite(self, records: Records, vectors: Vectors) -> list[str]:
-        scopes = {pair: self._scope(*pair) for pair in {(r.app_name, r.user_id) for r in records}}
+        pairs = {(r.app_name, r.user_id) for r in records}
+        scopes = {pair: scope for pair in pairs if (scope := self._scope(*pair)) is not None}  # none: nothing held
         with write_transaction(self.conn) as conn:  # read under the write lock: no erase comes in between
             keep = [
                 i
                 for i, r in enumerate(records)
-                if (scope := scopes[r.app_name, r.user_id]) is not None
+                if (scope := scopes.get((r.app_name, r.user_id))) is not None
                 and conn.execute(ALIVE, (scope, r.session_id, r.event_id, sql.stored_id(r.id))).fetchone()
             ]
             kept = [records[i] for i in keep]
-            over = bool(kept) and self._put(kept, None if vectors is None else vectors[keep], scopes, None)  # type: ignore[arg-type]
+            over = bool(kept) and self._put(kept, None if vectors is None else vectors[keep], scopes, None)
         if over:
             truncate_wal(self.conn, self.path)
         return [r.id for r in kept]
