@@ -127,6 +127,9 @@ class Saver:
         self.refused_logged: set[tuple[str, str, str, str]] = set()
         self.on_expiring: Callable[[Scope, float], None] | None = None
         """Told (scope, moment) after a save wrote memories that expire (``memory.sweeping``)."""
+        self.before_reconsider: Callable[[Scope], Awaitable[object]] | None = None
+        """Run on a scope before a ``reconsider=True`` save: sweeps what expired, which the save would
+        otherwise write back alive under its own expiry (a restart leaves expired memories unswept)."""
 
     def _guard(self, what: str) -> AbstractContextManager[None]:
         return guard(what, f"backend {self.backend_name!r}")
@@ -147,6 +150,8 @@ class Saver:
         view = await _cpu(big, partial(read_session, lenient=lenient), session)
         scope = checked_scope(view.app_name, view.user_id)
         self._log_refused(view)
+        if reconsider and self.before_reconsider is not None:
+            await self.before_reconsider(scope)
         target = self if self.locate is None else await self.locate(scope)
         plan = await target._plan_and_write(
             scope, view, policy, None, reconsider=reconsider, off_loop=big, expires=expires

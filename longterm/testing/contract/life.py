@@ -90,6 +90,21 @@ class Expiry:
         memory.portal.call(memory.add_session_to_memory(session, reconsider=True))
         assert _every_read(memory, "lighthouse")["get_all"] == kept, "reconsider does not bring back what expired"
 
+    def test_a_reconsidered_save_leaves_what_expired_unswept_expired(
+        self, open_memory: Callable[..., LongTermMemory]
+    ) -> None:
+        """A process restarted without the ttl reconsiders a session whose memories expired before
+        any sweep: they stay expired (the reconsidered save sweeps first)."""
+        clock = Clock()
+        memory = open_memory(app_name=APP, clock=clock)
+        session = make_session("code", APP, USER, [("user", "the door code is 4417"), ("user", "door opens at 9")])
+        memory.portal.call(memory.add_session_to_memory(session, ttl=60))
+        clock.now += 61.0
+        memory.portal.call(memory.add_session_to_memory(session, reconsider=True))  # no ttl this time
+        clock.now += 1.0
+        assert _every_read(memory, "door")["get_all"] == [], "reconsider brought back what had expired"
+        assert memory.sweep_expired_sync(user_id=USER) == 0, "nothing expired was left in the store"
+
     def test_expiry_can_be_moved_and_a_default_ttl_applies_to_every_save(
         self, open_memory: Callable[..., LongTermMemory]
     ) -> None:
