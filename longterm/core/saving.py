@@ -12,7 +12,7 @@ records first (``_write``, or ``_write_new`` for a save that must not bring an e
 back), then the marks (``_ledger_mark``), so a crash between them costs a rewrite of the
 same ids, never a lost memory. Then the background embedder is woken, when there is one.
 ``save_planned(scope, session_id, plan)`` is a whole save in one worker call: the ledger
-read, ``plan(saved)`` (the records and the events they cover) and the write, where no
+read, ``plan(saved, also_saved)`` (the records and the events they cover) and the write, where no
 embedding happens on the save path (``one_call``).
 
 Why an object of its own: the order of these steps is the promise a save makes (nothing
@@ -45,6 +45,8 @@ class Plan(Protocol):
 
 
 PlanT = TypeVar("PlanT", bound=Plan)
+#: A save's plan from the events the ledger holds for its session and for the other sessions asked.
+Planner = Callable[[set[str], set[str]], PlanT]
 
 
 class Commit(Protocol):
@@ -154,24 +156,34 @@ class Saving:
         return self._embedding.writer is None or self._embedding.later
 
     async def save_planned(
-        self, scope: Scope, session_id: str, plan: Callable[[set[str]], PlanT], new_only: bool
+        self, scope: Scope, session_id: str, plan: Planner[PlanT], new_only: bool, also: Sequence[str] = ()
     ) -> PlanT:
-        """Read the ledger, plan (``plan(saved)``) and write, in one call on a worker (``one_call``
-        must hold); the plan is returned. The first save of a memory without an embedder on a store
-        with one is made in steps: it decides what the save writes with (``core.embedding``)."""
+        """Read the ledger, plan (``plan(saved, also_saved)``) and write, in one call on a worker
+        (``one_call`` must hold); the plan is returned. ``also``: other ledger sessions of ``scope``,
+        read in the same call, their events handed to the plan as ``also_saved``. The first save of a
+        memory without an embedder on a store with one is made in steps: it decides what the save
+        writes with (``core.embedding``)."""
         await self._embedding.before_write(records=False)
         planned: PlanT
         if self._embedding.identity.needs_writer:
-            planned = plan(await self._runner.run("reading the ledger", self._saved, scope, session_id))
+            read = await self._runner.run("reading the ledger", self._read, scope, session_id, also)
+            planned = plan(*read)
             await self.save(planned.records, scope, session_id, planned.covered, new_only)
             return planned
-        planned = await self._runner.run("saving memories", self._plan_now, scope, session_id, plan, new_only)
+        args = (scope, session_id, plan, new_only, also)
+        planned = await self._runner.run("saving memories", self._plan_now, *args)
         if planned.records:
             self._embedding.wake()
         return planned
 
-    def _plan_now(self, scope: Scope, session_id: str, plan: Callable[[set[str]], PlanT], new_only: bool) -> PlanT:
-        planned = plan(self._saved(scope, session_id))
+    def _read(self, scope: Scope, session_id: str, also: Sequence[str]) -> tuple[set[str], set[str]]:
+        """The events the ledger holds for ``session_id``, and for the sessions ``also``."""
+        return self._saved(scope, session_id), set().union(*(self._saved(scope, s) for s in also))
+
+    def _plan_now(
+        self, scope: Scope, session_id: str, plan: Planner[PlanT], new_only: bool, also: Sequence[str]
+    ) -> PlanT:
+        planned = plan(*self._read(scope, session_id, also))
         records = list(planned.records)
         if doubtful := limits.doubtful(records, self.limit):
             self.check_sizes(doubtful)  # already on the worker: counted here, as ``_before_write`` has it done

@@ -36,6 +36,7 @@ from ..policies import MemoryAutoSavePolicy, resolve_policy
 from ..records import MemoryRecord, SaveResult, Scope, record_id
 from ..saves import SavePlan, make_record, plan_save
 from ..sessions import SessionView, event_ids, read_events, read_session, to_event
+from . import deltas
 from .inputs import scope as checked_scope
 from .lifetimes import SETTLED
 from .wiring import Wiring
@@ -278,25 +279,31 @@ class Saver:
         store is its own ledger and nothing is embedded on the way (``Saving.one_call``), else in
         three steps. ``reconsider``: plan every event, whatever the ledger holds, and write them all
         (``new_only`` off)."""
-        engine, sid = self.parts.engine, view.session_id
+        engine, sid, ledger = self.parts.engine, view.session_id, self.parts.ledger
+        also = deltas.others(sid)  # an event handled with its session and without it is one event
+        if not also:
+            with self._guard("reading the ledger"):
+                view = deltas.without(view, await deltas.in_sessions(ledger, scope, view.event_ids))
         settled: set[str] = set()
         if reconsider:  # what its owner corrected, or what expired and was swept, stays so
             with self._guard("reading the ledger"):
-                settled = await self.parts.ledger.saved(scope, SETTLED)
+                settled = await ledger.saved(scope, SETTLED)
 
-        def plan(saved: set[str]) -> SavePlan:
-            planned = plan_save(view, set() if reconsider else saved, policy, meta)
+        def plan(saved: set[str], elsewhere: set[str]) -> SavePlan:
+            mine = deltas.without(view, deltas.handled(view.event_ids, elsewhere))
+            planned = plan_save(mine, set() if reconsider else saved, policy, meta)
             planned.records = _expiring([r for r in planned.records if r.id not in settled], expires)
             return planned
 
         if engine is not None and engine.saving.one_call:
             with self._guard("saving memories"):
-                planned = await engine.saving.save_planned(scope, sid, plan, not reconsider)
+                planned = await engine.saving.save_planned(scope, sid, plan, not reconsider, also)
             self._schedule_facts(scope, planned.records)
             return planned
         with self._guard("reading the ledger"):
-            saved = set() if reconsider else await self.parts.ledger.saved(scope, sid)
-        planned = await _cpu(off_loop, plan, saved)
+            saved = set() if reconsider else await ledger.saved(scope, sid)
+            elsewhere = set().union(*[await ledger.saved(scope, s) for s in also])
+        planned = await _cpu(off_loop, plan, saved, elsewhere)
         await self._write(scope, sid, planned.records, planned.covered, new_only=not reconsider)
         return planned
 

@@ -31,7 +31,7 @@ from ..errors import InvalidInputError
 from ..facts import SearchKind, is_fact
 from ..policies import MemoryAutoSavePolicy, resolve_policy
 from ..records import Hit, MemoryRecord, SaveResult, Scope, name_id
-from . import inputs, lifetimes
+from . import deltas, inputs, lifetimes
 from .closing import Closing
 from .correcting import Corrector, narrowed
 from .lifecycle import Lifecycle
@@ -170,7 +170,7 @@ class MemoryService(MemoryServiceBase, Closing, MemorySettings):
     ) -> SaveResult:
         """Save a delta of events (ADK's API); the default policy and the ledger apply."""
         scope = inputs.scope(app_name, user_id)
-        sid = "_events" if session_id is None else name_id("session_id", session_id)
+        sid = deltas.EVENTS if session_id is None else name_id("session_id", session_id)
         raw = inputs.items("events", events, "events (ADK Events, OpenAI or LangChain messages, dicts or strings)")
         meta = inputs.metadata(custom_metadata)
         return await self._own.saver.events(scope, sid, raw, self.auto_save_memory_policy, meta, self._expiry())

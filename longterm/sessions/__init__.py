@@ -191,8 +191,18 @@ def _event_digest(raw: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+#: How an id the library derived begins (an event given without one: ``event_ids``).
+DERIVED = "derived-"
+
+
 def _derived_event_id(raw: Any) -> str:
-    return "derived-" + _event_digest(raw)[:24]
+    return DERIVED + _event_digest(raw)[:24]
+
+
+def is_derived(event_id: str) -> bool:
+    """Whether ``event_id`` was derived from the event's author, time and content (``event_ids``):
+    unique within its session only ("thanks" said in two sessions has one derived id)."""
+    return event_id.startswith(DERIVED)
 
 
 def _other_event_id(eid: str, digest: str) -> str:
@@ -356,6 +366,7 @@ def to_event(raw: Any, event_id: str | None = None) -> Event:
 
 
 __all__ = [
+    "DERIVED",
     "FLAG",
     "Content",
     "Event",
@@ -364,6 +375,7 @@ __all__ = [
     "Session",
     "SessionView",
     "event_ids",
+    "is_derived",
     "parse_timestamp",
     "read_events",
     "read_session",

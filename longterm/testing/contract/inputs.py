@@ -90,6 +90,30 @@ class Inputs:
         assert any(word in m.text for m in await memory.search(word, user_id="u3"))
 
     @pytest.mark.asyncio
+    async def test_events_given_with_and_without_their_session_are_saved_once_and_stay_erased(
+        self, memory: LongTermMemory
+    ):
+        turns = [("user", "my bike is a red Brompton"), ("user", "I park the bike at the office")]
+        first, later = (
+            make_session("ride", turns=turns),
+            make_session("walk", turns=[("user", "my walk is by the bike shed")]),
+        )
+        assert (await memory.add_session_to_memory(first)).saved == 2
+        again = await memory.add_events_to_memory(app_name="app", user_id="u1", events=first["events"])
+        assert (again.new_events, again.saved) == (0, 0), "a session's events given again without it: no copy"
+        found = (await memory.search_memory(app_name="app", user_id="u1", query="Brompton")).memories
+        (gone,) = [m.id for m in found if "Brompton" in entry_text(m)]
+        assert gone is not None and await memory.delete_memory(app_name="app", user_id="u1", memory_id=gone) == 1
+        await memory.add_events_to_memory(app_name="app", user_id="u1", events=first["events"])
+        delta = await memory.add_events_to_memory(app_name="app", user_id="u1", events=later["events"])
+        assert delta.saved == 1, "a session-less delta of new events is saved"
+        assert (await memory.add_session_to_memory(later)).saved == 0, "the session of a delta saved before: no copy"
+        assert sorted(await search_texts(memory, "app", "u1", "bike")) == [
+            "I park the bike at the office",
+            "my walk is by the bike shed",
+        ], "what was erased stays erased, and nothing is kept twice"
+
+    @pytest.mark.asyncio
     async def test_a_session_holding_messages_is_saved(self, memory: LongTermMemory):
         session = {
             "id": "s1",
