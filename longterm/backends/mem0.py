@@ -96,11 +96,10 @@ def _to_record(item: dict[str, Any]) -> MemoryRecord | None:
     stored, text = (item.get("metadata") or {}).get("longterm"), item.get("memory") or ""
     if not isinstance(stored, str):
         return None
-    rec = parse_record(stored)
-    update: dict[str, Any] = {"metadata": {**rec.metadata, "mem0_id": item.get("id")}}
-    if rec.text != text:
-        update.update(text=text, content={"role": rec.role, "parts": [{"text": text}]})
-    return rec.model_copy(update=update)
+    rec = parse_record(stored)  # its metadata as the user gave it: mem0's own id is not theirs to see
+    if rec.text == text:
+        return rec
+    return rec.model_copy(update={"text": text, "content": {"role": rec.role, "parts": [{"text": text}]}})
 
 
 def collection_of(index: str) -> str:
