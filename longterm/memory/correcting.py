@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.errors import guard
+from ..core.filters import parse_filter
 from ..errors import InvalidInputError
 from ..facts import is_fact
 from ..records import MemoryRecord, Scope, plain_tree, repair_unicode
@@ -44,7 +45,12 @@ def _content(record: MemoryRecord, text: str) -> dict[str, Any]:
 
 def narrowed(filters: Mapping[str, Any] | None, session_id: str | None, before: Any) -> dict[str, Any] | None:
     """The filter of an erase by ``filters``, ``session_id`` and ``before`` (all of them; None: none);
-    ``before`` read here, so its error names it (not the filter it becomes)."""
+    ``filters`` alone is itself, and checked first otherwise, so an error in it names it as a search's
+    does; ``before`` read here, so its error names it (not the filter it becomes)."""
+    if filters:
+        parse_filter(filters)
+        if session_id is None and before is None:
+            return dict(filters)
     if before is not None:
         try:
             before = parse_timestamp(before)

@@ -110,3 +110,24 @@ def test_negations_and_missing_keys_keep_the_documented_laws(meta: dict, key: st
     present = matches(parse_filter({key: {"$exists": True}}), record)
     if not present:  # a missing key passes only the negations
         assert not matches(parse_filter(f), record) or op == "$ne"
+
+
+def test_an_erase_reads_a_filter_as_a_search_does(tmp_path: Any) -> None:
+    """A filter mistake is named as a search names it, and a filter as deep as a search takes is taken
+    (an erase wrapped it in ``$and`` first: its own path in the message, one level less allowed)."""
+    from longterm import LongTermMemory
+    from longterm.core.filters import MAX_DEPTH
+
+    with LongTermMemory(backend_config={"path": str(tmp_path / "m.db")}) as memory:
+        memory.add_sync("keep me", user_id="u", metadata={"i": 1})
+        wrong = {"i": {"$regex": "x"}}
+        with pytest.raises(InvalidInputError) as searching:
+            memory.search_sync("keep", user_id="u", filters=wrong)
+        with pytest.raises(InvalidInputError) as erasing:
+            memory.delete_all_sync(user_id="u", filters=wrong)
+        assert str(erasing.value) == str(searching.value)
+        deep: dict[str, Any] = {"i": 2}
+        for _ in range(MAX_DEPTH):
+            deep = {"$not": deep}  # an even count: "i is 2"
+        assert memory.search_sync("keep", user_id="u", filters=deep) == []
+        assert memory.delete_all_sync(user_id="u", filters=deep) == 0
