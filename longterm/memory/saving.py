@@ -67,7 +67,7 @@ def _event_count(session: Any) -> int:
 
 
 def _direct_records(
-    scope: Scope, memories: list[Any], metadata: Mapping[str, object] | None
+    scope: Scope, memories: list[Any], metadata: Mapping[str, object] | None, now: float
 ) -> tuple[list[MemoryRecord], int]:
     """The records of ``add_memory`` (each memory as it is: content, author, timestamp, id), and
     how many distinct memories were given (one repeated identically is one)."""
@@ -92,7 +92,7 @@ def _direct_records(
         seen.add(rid)
         event = to_event(r, rid)
         if not event.timestamp:
-            event.timestamp = time.time()
+            event.timestamp = now
         rec = make_record(scope.app_name, scope.user_id, "_direct", event, policy, metadata)
         if rec is not None:
             records.append(rec)
@@ -126,6 +126,8 @@ class Saver:
         self.locate = locate
         """The saver of the index a session's scope lives in (``memory.routing``); None: this one."""
         self.refused_logged: set[tuple[str, str, str, str]] = set()
+        self.clock: Callable[[], float] = time.time
+        """The memory's clock (``LongTermMemory(clock=)``): the time of an event given without one."""
         self.on_expiring: Callable[[Scope, float], None] | None = None
         """Told (scope, moment) after a save wrote memories that expire (``memory.sweeping``)."""
         self.before_reconsider: Callable[[Scope], Awaitable[object]] | None = None
@@ -155,7 +157,7 @@ class Saver:
             await self.before_reconsider(scope)
         target = self if self.locate is None else await self.locate(scope)
         plan = await target._plan_and_write(
-            scope, view, policy, None, reconsider=reconsider, off_loop=big, expires=expires
+            scope, view, policy, None, reconsider=reconsider, off_loop=big, expires=expires, now=self.clock()
         )
         self._expiring(scope, expires, plan.records)
         if log.isEnabledFor(logging.DEBUG):  # the pseudonym is a hash: not made for a line nobody logs
@@ -213,7 +215,10 @@ class Saver:
 
         view = await _cpu(big, read)
         target = self if self.locate is None else await self.locate(scope)
-        plan = await target._plan_and_write(scope, view, policy, meta, reconsider=False, off_loop=big, expires=expires)
+        now = self.clock()
+        plan = await target._plan_and_write(
+            scope, view, policy, meta, reconsider=False, off_loop=big, expires=expires, now=now
+        )
         self._expiring(scope, expires, plan.records)
         return SaveResult(
             session_id=sid, new_events=plan.new_events, saved=len(plan.records), memory_ids=[r.id for r in plan.records]
@@ -224,7 +229,7 @@ class Saver:
         self, scope: Scope, items: list[Any], meta: Mapping[str, object] | None, expires: float | None = None
     ) -> SaveResult:
         """Write explicit memories (``MemoryEntry``-like: content, author, timestamp, id) as they are."""
-        records, new = await _cpu(len(items) > OFF_LOOP_EVENTS, _direct_records, scope, items, meta)
+        records, new = await _cpu(len(items) > OFF_LOOP_EVENTS, _direct_records, scope, items, meta, self.clock())
         records = _expiring(records, expires)
         target = self if self.locate is None else await self.locate(scope)
         with self._guard("saving memories"):
@@ -274,6 +279,7 @@ class Saver:
         reconsider: bool,
         off_loop: bool,
         expires: float | None = None,
+        now: float | None = None,
     ) -> SavePlan:
         """The ledger read, the plan and the write: in one call on the engine's worker where the
         store is its own ledger and nothing is embedded on the way (``Saving.one_call``), else in
@@ -291,7 +297,7 @@ class Saver:
 
         def plan(saved: set[str], elsewhere: set[str]) -> SavePlan:
             mine = deltas.without(view, deltas.handled(view.event_ids, elsewhere))
-            planned = plan_save(mine, set() if reconsider else saved, policy, meta)
+            planned = plan_save(mine, set() if reconsider else saved, policy, meta, now)
             planned.records = _expiring([r for r in planned.records if r.id not in settled], expires)
             return planned
 

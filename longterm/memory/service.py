@@ -57,6 +57,7 @@ class MemoryService(MemoryServiceBase, Closing, MemorySettings):
         self._sweeps = Sweeps(lambda: self.portal, self._sweep, self.clock_now)
         self._own.saver.on_expiring = self._sweeps.due
         self._own.saver.before_reconsider = self._sweep
+        self._own.saver.clock = self.clock_now
         self.seal()
 
     @property
