@@ -291,15 +291,17 @@ class Mem0Backend(Mem0Erasures, Mem0Expiry, Mem0Writes):
         return self.mem0_embedder
 
     @override
-    def _scopes(self) -> list[tuple[str, str, int]]:
-        """Distinct records per (app, user), read from the record each memory's metadata holds."""
+    def _scopes(self, at: float | None = None) -> list[tuple[str, str, int]]:
+        """Distinct records (alive ``at``) per (app, user), read from the record each memory's metadata holds."""
         with self._serial():
             client, collection = self._qdrant(), self._mem.vector_store.collection_name
             ids: dict[tuple[str, str], set[str]] = {}
             hidden = hider(self.marks_book.erasures())  # what an erase under way covers is not counted
             for payload in payloads(client, collection):
                 stored = payload.get("longterm")
-                if isinstance(stored, str) and not hidden(r := parse_record(stored), stamp(payload)):
+                if not isinstance(stored, str) or hidden(r := parse_record(stored), stamp(payload)):
+                    continue
+                if at is None or r.expires_at is None or r.expires_at > at:
                     ids.setdefault((r.app_name, r.user_id), set()).add(r.id)
             return [(app, user, len(found)) for (app, user), found in ids.items()]
 

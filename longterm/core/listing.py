@@ -13,6 +13,7 @@ one can read.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Callable
 from functools import partial
 from typing import TYPE_CHECKING, TypeVar
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, TypeVar
 from ..records import MemoryRecord, Scope
 from .capabilities import capabilities
 from .selection import Cursor, Page
-from .where import Where, given, takes_where
+from .where import Where, given, living, takes_where
 
 T = TypeVar("T")
 
@@ -86,18 +87,35 @@ class Listing:
             records = [r for r in records if where.admits(r)]
         return records, after
 
-    def _scopes(self) -> list[tuple[str, str, int]]:
-        """(app, user, count) of every scope of this index holding a record (``stats``, ``migrate``)."""
+    def _scopes(self, at: float | None = None) -> list[tuple[str, str, int]]:
+        """(app, user, count) of every scope of this index holding a record (``stats``, ``migrate``);
+        ``at``: of the records alive then (not expired by it), a scope holding none left out."""
         raise NotImplementedError
 
     def _indices(self) -> list[str]:
         """The ``index`` names (as callers pass them) of this store's indices holding records."""
         raise NotImplementedError
 
-    async def scopes(self) -> list[tuple[str, str, int]]:
-        """(app, user, count) of every scope of this index with records (``_scopes``)."""
-        return await self._read("listing users", self._scopes)
+    async def scopes(self, at: float | None = None) -> list[tuple[str, str, int]]:
+        """(app, user, count) of every scope of this index with records (``_scopes``); ``at``: counting
+        those alive then only. An engine whose ``_scopes`` takes no ``at`` (written before expiry) has
+        each scope counted again here, through ``count``."""
+        if at is None:
+            return await self._read("listing users", self._scopes)
+        if _takes_at(self._scopes):
+            return await self._read("listing users", partial(self._scopes, at=at))
+        alive = living(None, at)
+        counted = [(a, u, await self.count(Scope.stored(a, u), where=alive)) for a, u, _ in await self.scopes()]
+        return [(a, u, n) for a, u, n in counted if n]
 
     async def indices(self) -> list[str]:
         """The index names of this store that hold records (``_indices``)."""
         return await self._read("listing indices", self._indices)
+
+
+def _takes_at(fn: Callable[..., object]) -> bool:
+    """Whether ``fn`` (an engine's ``_scopes``) takes ``at=``."""
+    try:
+        return "at" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False

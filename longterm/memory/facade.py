@@ -175,7 +175,8 @@ class LongTermMemory(MemoryService):
         """Erase what expired (of ``user_id``, else of every user of the app), with an erase's
         guarantees: reads never return it already; this takes its words out of the store. How many."""
         app, now = app_name or self.default_app, self.clock_now()
-        users = [user_id] if user_id is not None else sorted({u for a, u, _ in await self.scopes() if a == app})
+        held = [] if user_id is not None else await self._own.reader.scopes()  # the expired ones too
+        users = [user_id] if user_id is not None else sorted({u for a, u, _ in held if a == app})
         scopes = [inputs.scope(app, user) for user in users]
         return sum([await Corrector(await self._route(s)).sweep(s, now, dry_run=dry_run) for s in scopes])
 
@@ -215,9 +216,10 @@ class LongTermMemory(MemoryService):
 
     async def scopes(self, *, index: str | None = None) -> list[tuple[str, str, int]]:
         """(app, user, count) of every user with memories in ``index`` of this store (default:
-        this memory's own), for stats, migrations and inspection (every built-in engine lists them)."""
+        this memory's own), for stats, migrations and inspection (every built-in engine lists them);
+        what expired is not counted, as no read returns it (a user left with none is not listed)."""
         route = self._own if index is None else self._router.opened(inputs.text_id("index", index))
-        return await route.reader.scopes()
+        return await route.reader.scopes(self.clock_now())
 
     async def indices(self) -> list[str]:
         """The index names of this store (its location and prefix) that hold memories: what

@@ -136,15 +136,17 @@ class Reader:
         with self._guard("counting memories"):
             return await (backend.count(scope) if where is None else backend.count(scope, where=where))
 
-    async def scopes(self) -> list[tuple[str, str, int]]:
-        """(app, user, count) of every user with memories in the memory's index."""
+    async def scopes(self, at: float | None = None) -> list[tuple[str, str, int]]:
+        """(app, user, count) of every user with memories in the memory's index; ``at``: of those alive
+        then (a backend that is no ``Engine`` counts them all)."""
         if self.ready is not None:
             await self.ready()
         lister = getattr(self.parts.backend, "scopes", None)
         if lister is None:
             raise ConfigurationError(f"backend {self.parts.name!r} cannot list its users; pass an app and a user.")
         with self._guard("listing users"):
-            return [(str(a), str(u), int(n)) for a, u, n in await lister()]
+            found = await (lister() if at is None or self.parts.engine is None else lister(at))
+            return [(str(a), str(u), int(n)) for a, u, n in found]
 
     async def indices(self) -> list[str]:
         """The index names of the store (its location and prefix) that hold memories."""

@@ -55,9 +55,8 @@ class MemoryService(MemoryServiceBase, Closing, MemorySettings):
         self._router = Router(self, wire(self))
         self._life = Lifecycle(self._router)
         self._sweeps = Sweeps(lambda: self.portal, self._sweep, self.clock_now)
-        self._own.saver.on_expiring = self._sweeps.due
-        self._own.saver.before_reconsider = self._sweep
-        self._own.saver.clock = self.clock_now
+        saver = self._own.saver  # sweeps what its saves let expire, and what expired before a reconsider
+        saver.on_expiring, saver.before_reconsider, saver.clock = self._sweeps.due, self._sweep, self.clock_now
         self.seal()
 
     @property

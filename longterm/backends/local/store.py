@@ -378,8 +378,9 @@ class LocalBackend(LocalSessions, LocalReads):
         return gone
 
     @override
-    def _scopes(self) -> list[tuple[str, str, int]]:
-        return [(str(a), str(u), int(n)) for a, u, n in self._reader().execute(sql.SCOPES, (self.index,))]
+    def _scopes(self, at: float | None = None) -> list[tuple[str, str, int]]:
+        query, args = (sql.SCOPES, (self.index,)) if at is None else (sql.SCOPES_ALIVE, (self.index, at))
+        return [(str(a), str(u), int(n)) for a, u, n in self._reader().execute(query, args)]
 
     @override
     def _indices(self) -> list[str]:

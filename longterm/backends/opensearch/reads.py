@@ -20,8 +20,10 @@ from typing_extensions import override
 from ...core.erasures import Erasure
 from ...core.neighbours import Sessions, scan_sessions
 from ...core.selection import Page
+from ...core.where import Where, living
 from ...core.windows import Ask, TimeWindows
 from ...records import MemoryRecord, Scope
+from .filtering import clauses
 from .schema import INDEX_META, LEDGER_SUFFIX, PREFIX_META
 
 
@@ -71,23 +73,26 @@ class OpenSearchReads(TimeWindows):
         only = {"terms": {"session_id": list(session_ids)}}
         return scan_sessions(lambda s, at, n: self._sorted(s, [only], at, n), scope, session_ids)
 
-    def _scopes(self) -> list[tuple[str, str, int]]:
-        """(app, user, count) by a composite aggregation; a scope with erasure marks counted through them."""
+    def _scopes(self, at: float | None = None) -> list[tuple[str, str, int]]:
+        """(app, user, count) by a composite aggregation (of the records alive ``at``); a scope with
+        erasure marks counted through them."""
         marked = {(m.app_name, m.user_id) for m in self._erasures_pending()}
+        alive = None if at is None else living(None, at)
         found = []
-        for app, user, n in self._aggregated():
+        for app, user, n in self._aggregated(alive):
             if (app, user) in marked:
-                n = self._count(Scope.stored(app, user))  # as stored: an older store's ids may not be NFC
+                n = self._count(Scope.stored(app, user), alive)  # as stored: an older store's ids may not be NFC
             if n:
                 found.append((app, user, n))
         return found
 
-    def _aggregated(self) -> list[tuple[str, str, int]]:
+    def _aggregated(self, where: Where | None) -> list[tuple[str, str, int]]:
         sources = [{"a": {"terms": {"field": "app_name"}}}, {"u": {"terms": {"field": "user_id"}}}]
         composite: dict[str, Any] = {"size": 1000, "sources": sources}
+        query = {"bool": {"filter": [{"exists": {"field": "record_id"}}, *clauses(where)]}}
         found: list[tuple[str, str, int]] = []
         while True:
-            body = {"size": 0, "query": {"exists": {"field": "record_id"}}, "aggs": {"s": {"composite": composite}}}
+            body = {"size": 0, "query": query, "aggs": {"s": {"composite": composite}}}
             resp = self.client.search(index=self.index, body=body, allow_partial_search_results=False)
             agg = resp["aggregations"]["s"]
             found += [(b["key"]["a"], b["key"]["u"], int(b["doc_count"])) for b in agg["buckets"]]

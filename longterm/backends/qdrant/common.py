@@ -47,7 +47,7 @@ from ...records import Hit, MemoryRecord, Scope, parse_record
 from ...retrieval.sparse import document_vector, query_vector
 from ..index_names import refuse_another
 from .ids import point_id
-from .tags import EXPIRING, EXPIRY, MARKER, TAGS, condition, unexpiring
+from .tags import EXPIRING, EXPIRY, MARKER, TAGS, condition, expired, unexpiring
 
 if TYPE_CHECKING:
     import numpy as np
@@ -389,12 +389,12 @@ class QdrantEngine(Engine):
                 return by_session(r for r in found if r.session_id in session_ids)
 
     @override
-    def _scopes(self) -> list[tuple[str, str, int]]:
-        """One scroll of the index, counting its points by (app, user)."""
+    def _scopes(self, at: float | None = None) -> list[tuple[str, str, int]]:
+        """One scroll of the index, counting its points (alive ``at``) by (app, user)."""
         counts: Counter[tuple[str, str]] = Counter()
         cursor: Any = None
         while True:
             points, cursor = self._scroll(None, cursor, 1000)
-            counts.update((str(p.payload["app_name"]), str(p.payload["user_id"])) for p in points)
+            counts.update((p.payload["app_name"], p.payload["user_id"]) for p in points if not expired(p.payload, at))
             if cursor is None:
                 return [(app, user, n) for (app, user), n in counts.items()]

@@ -26,6 +26,7 @@ qdrant-client's local mode, which checks each point in Python (3,000 points, a t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ...core.where import Has, Neg, Node, Or, Span, Where, alive
@@ -51,6 +52,12 @@ def alive_moment(node: Node) -> float | None:
     if not (isinstance(span, Span) and span.field == "expires_at" and span.lo is not None):
         return None
     return span.lo if node == alive(span.lo) else None
+
+
+def expired(payload: Mapping[str, Any], at: float | None) -> bool:
+    """Whether the point of ``payload`` expired by ``at`` (None: never asked)."""
+    moment = payload.get(EXPIRY)
+    return at is not None and isinstance(moment, (int, float)) and moment <= at
 
 
 def unexpiring(where: Where) -> Node:
@@ -96,4 +103,4 @@ def condition(lib: Any, node: Node, range_type: str = "Range", time_key: str = T
     return lib.Filter(should=kept) if decisive else lib.Filter(must=kept)
 
 
-__all__ = ["EXPIRING", "EXPIRY", "MARKER", "TAGS", "TIME", "alive_moment", "condition", "unexpiring"]
+__all__ = ["EXPIRING", "EXPIRY", "MARKER", "TAGS", "TIME", "alive_moment", "condition", "expired", "unexpiring"]

@@ -37,6 +37,7 @@ from ...core.aliases import Ids, Records, Vectors
 from ...core.engine import Engine
 from ...core.errors import Rule
 from ...core.scope import scope_key
+from ...core.where import living
 from ...errors import BackendError, BackendUnavailableError, ConfigurationError, require
 from ...records import Scope, parse_record
 from ...retrieval.text import index_terms
@@ -304,8 +305,15 @@ class RedisBackend(RedisReads, RedisErasures, RedisVectors, Engine):
         return list(replies[0] or [])
 
     @override
-    def _scopes(self) -> list[tuple[str, str, int]]:
-        return self._listed(self.ns)
+    def _scopes(self, at: float | None = None) -> list[tuple[str, str, int]]:
+        """``_listed``; at a moment where anything expired by it, each scope counted again (``_count``)."""
+        listed = self._listed(self.ns)
+        ask = ("FT.SEARCH", f"{self.ns}search", f"@expires:[-inf {at!r}]", "DIALECT", 2, "LIMIT", 0, 0)
+        if at is None or not int(self._r.execute_command(*ask)[0]):
+            return listed
+        alive = living(None, at)
+        counted = [(a, u, self._count(Scope.stored(a, u), alive)) for a, u, _ in listed]
+        return [(a, u, n) for a, u, n in counted if n]
 
     def _listed(self, ns: str, first: bool = False) -> list[tuple[str, str, int]]:
         """(app, user, count) of the scopes of namespace ``ns``: its index's scope tags (``FT.TAGVALS``,

@@ -46,6 +46,7 @@ def _every_read(memory: LongTermMemory, query: str) -> dict[str, list[str]]:
         "get_all": sorted(m.text for m in listed),
         "export": sorted(exported),
         "count": [str(memory.portal.call(memory.count(app_name=APP, user_id=USER)))],
+        "listed users": [str(n) for a, u, n in memory.portal.call(memory.scopes()) if (a, u) == (APP, USER)],
     }
 
 
@@ -82,6 +83,7 @@ class Expiry:
             "get_all": kept,
             "export": kept,
             "count": ["1"],
+            "listed users": ["1"],  # stats, the UI's overview
         }
         assert after["context"] == [], "an expired turn is never a hit's context"
         memory.portal.call(memory.add_session_to_memory(session))  # a replay: still handled
@@ -102,7 +104,8 @@ class Expiry:
         clock.now += 61.0
         memory.portal.call(memory.add_session_to_memory(session, reconsider=True))  # no ttl this time
         clock.now += 1.0
-        assert _every_read(memory, "door")["get_all"] == [], "reconsider brought back what had expired"
+        reads = _every_read(memory, "door")
+        assert (reads["get_all"], reads["listed users"]) == ([], []), "reconsider brought back what had expired"
         assert memory.sweep_expired_sync(user_id=USER) == 0, "nothing expired was left in the store"
 
     def test_expiry_can_be_moved_and_a_default_ttl_applies_to_every_save(
