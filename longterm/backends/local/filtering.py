@@ -43,6 +43,9 @@ ELEMENT = 4
 COLUMN_KINDS = {"session_id": STRING, "author": STRING, "role": STRING, "timestamp": NUMBER}
 #: Values of one ``IN (...)``: a long ``$in`` is asked in parts.
 CHUNK = 500
+#: Compound SELECTs a count nests at most: SQLite's parser overflowed its stack at 16 (``$and`` and
+#: ``$or`` alternating), which a filter may nest to 32 (``core.filters.MAX_DEPTH``).
+DEEPEST = 8
 _INT64 = (-(2**63), 2**63 - 1)
 _RANGES = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
@@ -361,15 +364,27 @@ def _where(node: _Node) -> tuple[str, tuple[Any, ...], bool]:
     return sql, tuple(a for _, args, _ in parts for a in args), any(c for _, _, c in parts)
 
 
+def _depth(node: _Node) -> int:
+    """How many compound SELECTs ``node``'s ``rows`` form nests."""
+    if isinstance(node, _Not):
+        return _depth(node.part) + 1
+    if isinstance(node, (_And, _Or)):
+        return 1 + max(map(_depth, node.parts))
+    return 0
+
+
 def compile_filter(f: Filter, scope: int) -> Compiled:
-    """``f`` for the records of ``scope`` (module docstring)."""
+    """``f`` for the records of ``scope`` (module docstring). A filter whose ``rows`` would nest deeper
+    than ``DEEPEST`` is counted by its ``where`` form, a walk of the scope's records."""
     node = _tree(f, scope)
     rows = _rows(node, scope)
     where, where_args, columns = _where(node)
     counted = _rows(node.part, scope) if isinstance(node, _Not) else rows
     count = f"SELECT count({'' if counted.unique else 'DISTINCT '}id) FROM ({counted.rows})"
     count_args = counted.rows_args
-    if counted is not rows:
+    if _depth(node) > DEEPEST:
+        count, count_args = f"SELECT count(*) FROM records AS r WHERE r.scope = ? AND ({where})", (scope, *where_args)
+    elif counted is not rows:
         count, count_args = f"SELECT (SELECT count(*) FROM records WHERE scope = ?) - ({count})", (scope, *count_args)
     return Compiled(rows.rows, rows.rows_args, where, where_args, columns, count, count_args, rows.simple)
 

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from ... import InvalidInputError, LongTermMemory
-from ...core.filters import matches, parse_filter
+from ...core.filters import MAX_DEPTH, matches, parse_filter
 from ...records import MemoryRecord
 from .. import make_record
 from ..filter_strategies import filters
@@ -173,6 +173,18 @@ class Filters:
         assert len(got) == len(set(got)), "each memory listed once"
         count = memory.portal.call(memory.count(app_name=APP, user_id=USER, filters=spec))
         assert count == len(want), spec
+
+    def test_a_filter_nested_as_deep_as_allowed_lists_and_counts_what_the_reference_passes(
+        self, filtered: tuple[LongTermMemory, list[MemoryRecord]]
+    ) -> None:
+        """SQLite's parser overflowed at 16 levels of ``$and`` and ``$or`` in the local count."""
+        memory, records = filtered
+        spec: dict[str, Any] = {"session_id": "s1"}
+        for i in range(MAX_DEPTH - 1):
+            spec = {"$or": [spec, {"n": 100 + i}]} if i % 2 else {"$and": [spec, {"n": {"$ne": 100 + i}}]}
+        want = sorted(r.id for r in records if matches(parse_filter(spec), r))
+        assert want and sorted(listed(memory, spec)) == want
+        assert memory.portal.call(memory.count(app_name=APP, user_id=USER, filters=spec)) == len(want)
 
     def test_a_filter_narrows_a_search_as_it_narrows_a_listing(
         self, filtered: tuple[LongTermMemory, list[MemoryRecord]]
