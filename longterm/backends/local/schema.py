@@ -242,10 +242,7 @@ SCOPES = """
 SELECT s.app_name, s.user_id, count(*) FROM records AS r JOIN scopes AS s ON s.scope = r.scope
 WHERE s.index_name = ? GROUP BY r.scope
 """
-SCOPES_ALIVE = """
-SELECT s.app_name, s.user_id, count(*) FROM records AS r JOIN scopes AS s ON s.scope = r.scope
-WHERE s.index_name = ? AND (r.expires_at IS NULL OR r.expires_at > ?) GROUP BY r.scope
-"""
+SCOPES_ALIVE = SCOPES.replace("GROUP BY", "AND (r.expires_at IS NULL OR r.expires_at > ?) GROUP BY")
 INDICES = """
 SELECT DISTINCT s.index_name FROM scopes AS s
 WHERE EXISTS (SELECT 1 FROM records AS r WHERE r.scope = s.scope) ORDER BY 1
