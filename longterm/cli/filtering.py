@@ -7,12 +7,15 @@ turns what was typed into the ``filters=`` a facade call takes (None: no filter)
 Why VALUE is read as JSON first: ``--filter n=3`` means the number 3 and ``--filter ok=true`` the
 boolean, as in the filter's own JSON; anything that is not a JSON scalar is a string
 (``--filter topic=travel``), and a quoted one stays a string (``--filter 'zip="02139"'``).
+``NaN``, ``Infinity`` and ``-Infinity`` are strings too: Python's ``json`` reads them as numbers,
+JSON does not, and a filter takes finite numbers only (``1e999``, past a float's range, as well).
 Several ``--filter`` are all required, and with ``--filter-json`` too.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -47,6 +50,8 @@ def _value(text: str) -> Any:
         value = json.loads(text)
     except (json.JSONDecodeError, RecursionError):
         return text
+    if isinstance(value, float) and not math.isfinite(value):
+        return text  # NaN, Infinity (Python's json takes them; JSON has no such number) or 1e999
     return value if value is None or isinstance(value, (str, int, float, bool)) else text
 
 

@@ -30,9 +30,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from ..entries import entry_text
 from ..errors import InvalidInputError, LongTermMemoryError
-from ..records import MemoryRecord, check_id, record_id, repair_tree
+from ..records import Hit, MemoryRecord, check_id, record_id, repair_tree
 from ..sessions import event_ids
 
 if TYPE_CHECKING:
@@ -88,6 +87,29 @@ def _listed(rec: MemoryRecord) -> dict[str, Any]:
     }
 
 
+def _found(hit: Hit) -> dict[str, Any]:
+    """One hit as ``search_memory`` gives it: ``_listed``'s fields, the hit's score (in [0, 1]) and
+    what each search arm scored (``arms``: ``fulltext``, ``vector`` where hybrid search is on).
+
+    Built on the hit, not on ADK's ``MemoryEntry``: an entry has one ``custom_metadata`` where the
+    library's keys (``score``, ``backend``, ``role``...) win over the memory's own, so a memory saved
+    with ``{"backend": "mine"}`` showed ``"local"`` here and its own key elsewhere. Here
+    ``metadata`` is the memory's own, as ``list_memories``, the API and export give it.
+    """
+    rec = hit.record
+    return {
+        "id": rec.id,
+        "text": rec.text,
+        "author": rec.author or None,
+        "timestamp": rec.iso_timestamp(),
+        "score": hit.score,
+        "arms": dict(hit.arms),
+        "session_id": rec.session_id,
+        "event_id": rec.event_id,
+        "metadata": rec.metadata,
+    }
+
+
 class MemoryTools:
     """The tools of one (app, user); each returns plain JSON-ready data."""
 
@@ -113,28 +135,13 @@ class MemoryTools:
     ) -> dict[str, Any]:
         """Search this user's long-term memory: facts, preferences and events from earlier conversations.
 
-        Returns the best matches first, each with its id, text, author, time (ISO 8601) and
-        relevance score. Call it whenever the answer may depend on something the user said before.
+        Returns the best matches first, each with its id, text, author, time (ISO 8601), relevance
+        score and the metadata it was saved with. Call it whenever the answer may depend on something
+        the user said before.
         """
-        res = await self.memory.search_memory(
-            app_name=self.app_name, user_id=self.user_id, query=query, top_k=top_k, filters=filters
-        )
-        memories = []
-        for m in res.memories:
-            meta = dict(m.custom_metadata)
-            memories.append(
-                {
-                    "id": m.id,
-                    "text": entry_text(m),
-                    "author": m.author,
-                    "timestamp": m.timestamp,
-                    "score": meta.pop("score", None),
-                    "session_id": meta.pop("session_id", None),
-                    "event_id": meta.pop("event_id", None),
-                    "metadata": meta,
-                }
-            )
-        return {"memories": memories}
+        scope = self.memory.scope(self.app_name, self.user_id)
+        hits = await self.memory.search_hits(scope, query, top_k, filters=filters)
+        return {"memories": [_found(hit) for hit in hits]}
 
     @_as_tool_error
     async def save_memory(

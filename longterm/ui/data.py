@@ -191,11 +191,13 @@ class Inspector:
         }
 
     async def one(self, app: str, user: str, memory_id: str) -> dict[str, Any]:
-        """One memory whole (lists cut long texts)."""
+        """One memory whole: its text uncut and its metadata as given, as ``get`` and export have
+        it (lists leave the metadata out and cut long texts)."""
         memory = await self.where(app, user)
         async for rec in memory.iter_records(app_name=app, user_id=user):
             if rec.id == memory_id:
-                return {"app": app, "user": user, "index": memory.index, "memory": row(rec)}
+                whole = {**row(rec), "metadata": rec.metadata}
+                return {"app": app, "user": user, "index": memory.index, "memory": whole}
         raise NotFound(f"no memory {memory_id!r} of user {user!r} in app {app!r}")
 
     async def session(self, app: str, user: str, session_id: str) -> dict[str, Any]:

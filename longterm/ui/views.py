@@ -15,6 +15,7 @@ Content-Security-Policy forbids any.
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -259,9 +260,18 @@ def memory(data: dict[str, Any], frame: Frame) -> str:
     body = (
         _title(app, user, "A memory")
         + _nav(app, user, frame, "")
-        + f'<table class="meta">{meta}</table><h2>text</h2><div class="box"><pre>{text(m["text"])}</pre></div>{erase}'
+        + f'<table class="meta">{meta}</table><h2>text</h2><div class="box"><pre>{text(m["text"])}</pre></div>'
+        + f"<h2>metadata</h2>{_metadata(m.get('metadata'))}{erase}"
     )
     return page("memory", body, frame)
+
+
+def _metadata(given: dict[str, Any] | None) -> str:
+    """A memory's own metadata as indented JSON text (user input: through ``text()`` like any)."""
+    if not given:
+        return '<p class="muted">none</p>'
+    shown = json.dumps(given, ensure_ascii=False, indent=2, default=str)
+    return f'<div class="box"><pre class="metadata">{text(shown)}</pre></div>'
 
 
 def session(data: dict[str, Any], frame: Frame) -> str:

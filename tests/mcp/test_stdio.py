@@ -132,7 +132,7 @@ async def test_hostile_arguments_are_tool_errors_and_the_server_goes_on(tmp_path
         assert odd["saved"]
         assert texts(await ok(client, "search_memory", {"query": 'OR "1=1" * ` --'})) != []
         [miso] = (await ok(client, "search_memory", {"query": "cat Miso", "top_k": 1}))["memories"]
-        assert miso["text"] == "The user's cat is called Miso" and "vector" in miso["metadata"]["arms"]
+        assert miso["text"] == "The user's cat is called Miso" and "vector" in miso["arms"]
         assert (await call(client, "no_such_tool")).is_error
     assert "Traceback" not in (tmp_path / "server-stderr.log").read_text()
 

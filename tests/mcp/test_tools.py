@@ -34,16 +34,32 @@ async def test_lone_surrogates_are_tool_errors(memory: LongTermMemory) -> None:
         assert hit["id"] == saved["id"] and hit["metadata"]["k"] == "\ufffd"  # metadata is repaired
 
 
+async def test_search_gives_the_metadata_as_saved_with_the_librarys_fields_beside_it(
+    memory: LongTermMemory,
+) -> None:
+    # names the library also uses: a search once showed "backend": "local", dropped "role" and "score"
+    given = {"topic": "jackets", "backend": "mine", "score": "high", "role": "buyer", "arms": [1]}
+    async with Client(tools.build_server(memory, app_name="shop", user_id="u1")) as client:
+        saved = await ok(client, "save_memory", {"text": "The user wants a red jacket", "metadata": given})
+        [hit] = (await ok(client, "search_memory", {"query": "red jacket"}))["memories"]
+        [listed] = (await ok(client, "list_memories"))["memories"]
+    assert hit["metadata"] == listed["metadata"] == given
+    assert list(hit) == ["id", "text", "author", "timestamp", "score", "arms", "session_id", "event_id", "metadata"]
+    assert "fulltext" in hit["arms"]
+    assert hit["id"] == saved["id"] and 0 < hit["score"] <= 1
+    assert {k: hit[k] for k in listed} == listed
+
+
 async def test_a_bug_of_ours_is_an_internal_error_and_the_server_goes_on(
     memory: LongTermMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with Client(tools.build_server(memory, app_name="app", user_id="alice")) as client:
         await ok(client, "save_memory", {"text": "The user likes green tea"})
 
-        def broken(entry: Any) -> str:
+        def broken(hit: Any) -> dict[str, Any]:
             raise KeyError("parts")
 
-        monkeypatch.setattr(tools, "entry_text", broken)
+        monkeypatch.setattr(tools, "_found", broken)
         result = await call(client, "search_memory", {"query": "tea"})
         message = result.content[0].text
         assert result.is_error and "internal error" in message and "please report" in message

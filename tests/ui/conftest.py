@@ -2,7 +2,7 @@
 real headless Chromium (selenium) and by plain HTTP (httpx).
 
 ``write_store(path)`` fills a local store with the test data: hostile memories (a
-``<script>``, control characters, a right-to-left override, a 1 MB text, ids holding ``/``,
+``<script>``, with hostile metadata, control characters, a right-to-left override, a 1 MB text, ids holding ``/``,
 ``%``, spaces and Chinese), 120 ordinary ones to page through, and a fact superseded by
 another (fact records written directly, as the fact layer writes them). ``UIServer`` starts
 the real command (``longterm ... ui --port 0``) and reads the URL it prints; ``browser`` is
@@ -42,6 +42,13 @@ SCRIPT = '<script>alert("x")</script><img src=x onerror=alert(2)> hello'
 RTL = "abc\u202edef RTL-MARKER"
 CONTROLS = "bell\x07 esc\x1b[31m red\x7f del\x85 CTL-MARKER"
 BIG = "big-text " + "y" * 1_000_000
+#: The metadata of the SCRIPT memory: markup, and names the library uses for its own fields.
+HOSTILE_META = {
+    "note": "</script><img src=x onerror=alert(3)>",
+    "backend": "mine",
+    "score": "high",
+    "n": [1, {"a": None}],
+}
 ADMIN_TOKEN = "admin-token-0123456789abcdef"
 ALICE_TOKEN = "alice-token-0123456789abcdef"
 LAUNCH = "from longterm.cli import cli; from longterm.ui.cli import ui; cli.add_command(ui); cli(prog_name='longterm')"
@@ -64,8 +71,11 @@ def records() -> list[MemoryRecord]:
     ]
     hostile = [(SCRIPT, HOSTILE_SESSION), (RTL, "rtl"), (CONTROLS, "ctl"), (BIG, "big")]
     for i, (text, session) in enumerate(hostile):
+        meta = HOSTILE_META if text == SCRIPT else {}
         recs.append(
-            make_record(text, app=APP, user=USER, session=session, event=f"h{i}", timestamp=1_800_000_000.0 + i)
+            make_record(
+                text, app=APP, user=USER, session=session, event=f"h{i}", timestamp=1_800_000_000.0 + i, metadata=meta
+            )
         )
     recs.append(make_record("dots session", app=APP, user=USER, session="..", event="d", timestamp=1.75e9))
     recs.append(make_record("bob's own secret", app=APP, user=OTHER, session="s", event="e", timestamp=1.7e9))

@@ -20,6 +20,7 @@ from tests.ui.conftest import (
     ALICE_TOKEN,
     APP,
     BIG,
+    HOSTILE_META,
     HOSTILE_SESSION,
     OTHER,
     SCRIPT,
@@ -75,6 +76,16 @@ def test_each_page_has_a_json_twin(readonly: UIServer) -> None:
         page = get(base + path)
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html"), path
     assert get(base + "/api" + ALICE + "/sessions/nope").status_code == 404
+
+
+def test_one_memory_whole_shows_its_metadata_as_given_and_inert(readonly: UIServer) -> None:
+    hit = get(readonly.url + "/api" + ALICE, params={"q": "script hello"}).json()["hits"][0]
+    path = ALICE + "/memories/" + quote(hit["id"], safe="")
+    assert get(readonly.url + "/api" + path).json()["memory"]["metadata"] == HOSTILE_META  # as `get`, export
+    page = get(readonly.url + path).text
+    assert "<img" not in page and "</script>" not in page
+    assert "&quot;note&quot;: &quot;&lt;/script&gt;&lt;img src=x onerror=alert(3)&gt;&quot;" in page
+    assert "&quot;backend&quot;: &quot;mine&quot;" in page
 
 
 def test_headers_forbid_scripts_and_framing(readonly: UIServer) -> None:
