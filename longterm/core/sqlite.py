@@ -1,8 +1,8 @@
 """SQLite connections for longterm's files: opened safely by many processes at once.
 
 The seam: ``connect(path, schema)`` returns a connection in WAL mode with the schema in
-place; ``reader(path)`` a connection that only reads; ``write_transaction(conn)`` wraps a
-write; ``SQLITE_RULES`` maps SQLite's errors to ours (``core.errors``);
+place; ``reader(path)`` a connection that only reads (a ``Reader``); ``write_transaction(conn)``
+wraps a write; ``SQLITE_RULES`` maps SQLite's errors to ours (``core.errors``);
 ``hold_locks_after_fork(path)`` is for a forked child that keeps its parent's connections.
 Callers keep a connection to one thread at a time (an engine's worker, or a lock).
 
@@ -32,6 +32,16 @@ checkpoint then cuts the file back to ``journal_size_limit``, the same 40 MB), t
 connection to close, in any process, folds it in and removes it, and opening a store after a
 crash replays up to that much. Durability is ``synchronous=NORMAL``'s either way.
 
+Why a reader runs a statement again when the schema changed under it: a store's schema changes
+while it is used (a scope's first save makes its full-text table: ``BUCKET_DDL``; a forked worker
+saving a new user does it in another process). Each connection then builds its FTS5 tables anew
+on its next statement, FTS5 reading their config in a read of its own, after SQLite read the
+schema in another; a change landing in between fails the statement with SQLITE_SCHEMA
+("vtable constructor failed: records_fts_1"), and SQLite prepares it again only once. A reader
+runs outside any transaction and only reads, so nothing of the failed statement happened: it is
+run again, up to ``SCHEMA_TRIES`` times. A writer builds its tables inside ``BEGIN IMMEDIATE``,
+whose snapshot the schema cannot change under.
+
 Why 0600: the file is created owner-only before SQLite opens it (SQLite gives ``-wal`` and
 ``-shm`` the mode of the database file), whatever the umask; a store found readable by
 others is used as it is, with one warning saying how to make it private.
@@ -50,6 +60,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from ..config import private_dir
 from ..errors import BackendError, BackendUnavailableError, ConfigurationError
@@ -77,6 +88,10 @@ READER_PRAGMAS = (
     "PRAGMA query_only=ON",
     "PRAGMA temp_store=MEMORY",
 )
+#: Times a reader runs a statement that met a schema change made meanwhile (``Reader``).
+SCHEMA_TRIES = 5
+#: SQLite's result code for "the schema changed" (``sqlite3.SQLITE_SCHEMA`` from Python 3.11).
+_SQLITE_SCHEMA = 17
 #: The files of a store: SQLite makes the last two with the first one's mode.
 SUFFIXES = ("", "-wal", "-shm")
 _OBJECT = re.compile(r"CREATE\s+(?:VIRTUAL\s+)?(?:TABLE|TRIGGER|INDEX)\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.I)
@@ -218,12 +233,36 @@ def connect(path: str | Path, schema: str, *, wal_pages: int | None = None) -> s
             raise
 
 
+def _schema_changed(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+; before, its message says
+    if code is not None:
+        return bool(code & 0xFF == _SQLITE_SCHEMA)
+    return any(s in str(exc) for s in ("vtable constructor failed", "schema has changed"))
+
+
+class Reader(sqlite3.Connection):
+    """A reader's connection: a statement that met a schema change made meanwhile by another
+    connection (SQLITE_SCHEMA; see the module docstring) is run again, up to ``SCHEMA_TRIES`` times.
+
+    ``execute`` is where it can fail so: once a statement's first step ran, its snapshot is
+    taken and no schema change reaches it."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        for _ in range(SCHEMA_TRIES - 1):
+            try:
+                return super().execute(sql, parameters)
+            except sqlite3.OperationalError as exc:
+                if self.in_transaction or not _schema_changed(exc):
+                    raise
+        return super().execute(sql, parameters)
+
+
 def reader(path: str | Path) -> sqlite3.Connection:
     """A connection that only reads ``path`` (``query_only``), for an engine's readers.
 
     Opened after ``connect`` made the store: in WAL mode it sees every committed write and
     never waits for a writer."""
-    conn = _connect(Path(path).expanduser())
+    conn = _connect(Path(path).expanduser(), Reader)
     try:
         for pragma in READER_PRAGMAS:
             conn.execute(pragma)
@@ -233,8 +272,9 @@ def reader(path: str | Path) -> sqlite3.Connection:
     return conn
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+def _connect(path: Path, factory: type[sqlite3.Connection] = sqlite3.Connection) -> sqlite3.Connection:
+    timeout = BUSY_TIMEOUT_MS / 1000
+    return sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False, factory=factory)
 
 
 #: SQLite's unix locks (os_unix.c): a connection's SHARED lock on the database file (a read
