@@ -146,6 +146,11 @@ class DictBackend(Engine):
         with self.store.lock:
             self.store.ledger.setdefault((*self._key(scope), session_id), set()).update(event_ids)
 
+    def _ledger_sessions(self, scope: Scope) -> list[str]:
+        """The sessions the ledger holds for ``scope``: moves, and events given without their session."""
+        with self.store.lock:
+            return sorted(key[3] for key in self.store.ledger if key[:3] == self._key(scope))
+
     def _docs(self, scope: Scope, where: Where | None) -> list[Doc]:
         """The scope's docs that pass ``where`` (all without it), read under the lock."""
         with self.store.lock:

@@ -240,8 +240,9 @@ def test_a_save_whose_reply_is_lost_landed_whole_with_its_ledger(services, tmp_p
     memory = open_memory(**services("redis").config(tmp_path))
     bounded(lambda: memory.add_session_to_memory_sync(make_session("s0", turns=[("user", "a first note")])))
     session = make_session(turns=[("user", f"zebra fact {i}") for i in range(3)])
-    # reply 1: the facade's ledger read; 2: the save script's (it reads the ledger again inside)
-    with reply_lost(2), pytest.raises(BackendUnavailableError):
+    # replies 1, 2: the ledger reads (the session's, the session-less deltas'); 3: the save script's
+    # (it reads the ledger again inside)
+    with reply_lost(3), pytest.raises(BackendUnavailableError):
         bounded(lambda: memory.add_session_to_memory_sync(session))
     assert bounded(lambda: memory.add_session_to_memory_sync(session)).saved == 0
     assert sorted(texts(memory, "zebra")) == [f"zebra fact {i}" for i in range(3)]

@@ -100,7 +100,7 @@ class Inputs:
         )
         assert (await memory.add_session_to_memory(first)).saved == 2
         again = await memory.add_events_to_memory(app_name="app", user_id="u1", events=first["events"])
-        assert (again.new_events, again.saved) == (0, 0), "a session's events given again without it: no copy"
+        assert (again.new_events, again.saved) == (0, 0), "given without their session: no copy (_ledger_sessions)"
         found = (await memory.search_memory(app_name="app", user_id="u1", query="Brompton")).memories
         (gone,) = [m.id for m in found if "Brompton" in entry_text(m)]
         assert gone is not None and await memory.delete_memory(app_name="app", user_id="u1", memory_id=gone) == 1
