@@ -141,8 +141,6 @@ def stats(ctx: click.Context, app_name: str | None, user_id: str | None, as_json
 
     async def go() -> None:
         backend_name, indices = await listed_indices(ctx)
-        if not as_json:
-            click.echo(safe(f"store: {store_where(ctx)}"))  # one line, never wrapped: a path to copy
         rows: list[tuple[str, str, str, int]] = []
         for index in indices:
             async with with_memory(ctx, index=index) as memory:
@@ -155,6 +153,7 @@ def stats(ctx: click.Context, app_name: str | None, user_id: str | None, as_json
             keys = ("index", "app", "user", "memories")
             click.echo(json.dumps([dict(zip(keys, r, strict=True)) for r in rows], ensure_ascii=False, indent=2))
             return
+        click.echo(safe(f"store: {store_where(ctx)}"))  # one line, never wrapped: a path to copy (once read)
         table = Table("index", "app", "user", "memories", title=Text(safe(f"backend {backend_name}")))
         for index, app, user, n in rows:
             table.add_row(Text(safe(index)), Text(safe(app)), Text(safe(user)), str(n))

@@ -103,7 +103,8 @@ class Listing:
         if at is None:
             return await self._read("listing users", self._scopes)
         if _takes_at(self._scopes):
-            return await self._read("listing users", partial(self._scopes, at=at))
+            found = await self._read("listing users", partial(self._scopes, at=at))
+            return [(a, u, n) for a, u, n in found if n]
         alive = living(None, at)
         counted = [(a, u, await self.count(Scope.stored(a, u), where=alive)) for a, u, _ in await self.scopes()]
         return [(a, u, n) for a, u, n in counted if n]

@@ -235,14 +235,14 @@ DELETE_SESSION = "DELETE FROM records WHERE scope = ? AND session_id = ?"
 #: into one segment, which drops the deleted rows' terms (FTS5 keeps them, with a delete marker,
 #: until segments merge).
 PURGE = [f"INSERT INTO records_fts_{b} (records_fts_{b}) VALUES ('optimize')" for b in range(FTS_BUCKETS)]
-#: After an erase: the WAL's frames into the file, then the WAL emptied (first column: 1 if a
-#: reader kept it from completing).
+#: After an erase: the WAL's frames into the file, then the WAL emptied (column 1: 1 if a reader kept it).
 TRUNCATE_WAL = "PRAGMA wal_checkpoint(TRUNCATE)"
 SCOPES = """
 SELECT s.app_name, s.user_id, count(*) FROM records AS r JOIN scopes AS s ON s.scope = r.scope
 WHERE s.index_name = ? GROUP BY r.scope
 """
-SCOPES_ALIVE = SCOPES.replace("GROUP BY", "AND (r.expires_at IS NULL OR r.expires_at > ?) GROUP BY")
+ALIVE_N = "count(*) - (SELECT count(*) FROM records AS x WHERE x.scope = r.scope AND x.expires_at <= ?2)"
+SCOPES_ALIVE = SCOPES.replace("?", "?1").replace("count(*)", ALIVE_N, 1)  # records_expiring: as fast as SCOPES
 INDICES = """
 SELECT DISTINCT s.index_name FROM scopes AS s
 WHERE EXISTS (SELECT 1 FROM records AS r WHERE r.scope = s.scope) ORDER BY 1
