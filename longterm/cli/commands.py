@@ -27,6 +27,7 @@ from rich.text import Text
 from ..entries import entry_text
 from ..errors import BackendError, LongTermMemoryError
 from ..locate import locate_index
+from ..memory.searching import entry
 from .filtering import filter_options, filters_of
 from .opening import (
     JSONObject,
@@ -111,22 +112,24 @@ def search(
 
     async def go() -> None:
         async with with_memory(ctx, app_name, user_id, read_only=True) as memory:
-            res = await memory.search_memory(
-                app_name=app_name, user_id=user_id, query=query, top_k=top_k, filters=filters
-            )
-        if as_json:
-            dumped = [m.model_dump(mode="json", exclude_none=True) for m in res.memories]
+            hits = await memory.search_hits(memory.scope(app_name, user_id), query, top_k, filters=filters)
+        found = [entry(h, memory.backend_name) for h in hits]
+        if as_json:  # ADK's entries, and beside each its memory's own metadata (the library's keys win in an entry's)
+            dumped = [
+                {**m.model_dump(mode="json", exclude_none=True), "metadata": h.record.metadata}
+                for m, h in zip(found, hits, strict=True)
+            ]
             click.echo(json.dumps(dumped, ensure_ascii=False, indent=2))
             return
         table = Table("score", "when", "author", "memory", "id", title=Text(safe(f"index {memory.index}")))
-        for m in res.memories:
+        for m in found:
             when = (m.timestamp or "")[:19]
             table.add_row(
                 f"{m.custom_metadata['score']:.3f}",
                 when,
                 *(Text(safe(t)) for t in (m.author or "", entry_text(m), m.id or "")),
             )
-        console.print(table if res.memories else "[dim]no memories matched[/]")
+        console.print(table if found else "[dim]no memories matched[/]")
 
     asyncio.run(go())
 

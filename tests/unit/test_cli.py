@@ -441,3 +441,17 @@ def test_a_library_warning_is_one_escaped_line(tmp_path: Path, _home: Path):
     assert out.returncode == 0, out.stderr
     [line] = out.stderr.splitlines()
     assert line.startswith("warning: ") and "evil\\x1b[2Jdir" in line and "\x1b" not in out.stderr, out.stderr
+
+
+def test_search_json_gives_each_memorys_own_metadata_beside_the_librarys(tmp_path: Path):
+    """An ADK entry's ``custom_metadata`` has the library's keys win (``backend``, ``role``, ``score``);
+    the memory's own metadata comes beside it, as saved, as export and the MCP server give it."""
+    path = tmp_path / "m.db"
+    own = {"backend": "mine", "score": "high", "topic": "jackets"}
+    with LongTermMemory(app_name="shop", backend_config={"path": str(path)}) as memory:
+        memory.add_sync("I need a rain jacket", user_id="u1", metadata=own)
+    r = run("--config", json.dumps({"path": str(path)}), "search", "jacket", "--app", "shop", "--user", "u1", "--json")
+    assert r.exit_code == 0, r.output
+    [hit] = json.loads(r.output)
+    assert hit["metadata"] == own
+    assert hit["custom_metadata"]["backend"] == "local" and hit["content"]["parts"][0]["text"] == "I need a rain jacket"
