@@ -14,7 +14,8 @@ The syntax:
 - Paths: a key is a metadata key, a dotted path into nested metadata (``"project.phase"``), or
   under ``metadata.`` to be explicit; ``session_id``, ``author``, ``role`` and ``timestamp`` name
   the record's own fields (a bare key that is also a field means the field).
-- ``timestamp`` takes seconds since the epoch, an aware ``datetime`` or an ISO 8601 string.
+- ``timestamp`` takes seconds since the epoch (milliseconds above 1e11, as an event's time and
+  ``before=`` read them), an aware ``datetime`` or an ISO 8601 string.
 
 The semantics:
 
@@ -54,6 +55,8 @@ Op = Literal["$eq", "$ne", "$in", "$nin", "$gt", "$gte", "$lt", "$lte", "$exists
 Scalar = str | int | float | bool | None
 #: How deep ``$and``/``$or``/``$not`` may nest (a guard against a filter that is a stack overflow).
 MAX_DEPTH = 32
+#: A ``timestamp`` above this is milliseconds, as ``sessions.parse_timestamp`` reads an event's time.
+MILLISECONDS = 1e11
 #: Conditions one filter may hold.
 MAX_CONDITIONS = 256
 
@@ -98,7 +101,7 @@ def _scalar(value: Any, where: str, field: str | None) -> Scalar:
         if isinstance(value, (int, float)):
             if not math.isfinite(value):
                 raise _bad(where, f"{value!r} is not a finite number")
-            return value
+            return value / 1000 if value > MILLISECONDS else value  # as an event's time and ``before=`` read it
         from ..sessions import parse_timestamp
 
         try:

@@ -131,3 +131,10 @@ def test_an_erase_reads_a_filter_as_a_search_does(tmp_path: Any) -> None:
             deep = {"$not": deep}  # an even count: "i is 2"
         assert memory.search_sync("keep", user_id="u", filters=deep) == []
         assert memory.delete_all_sync(user_id="u", filters=deep) == 0
+
+
+def test_a_time_in_milliseconds_means_in_a_filter_what_it_means_in_an_erase() -> None:
+    """``delete_all(before=1.7e12)`` reads milliseconds, as an event's time is read; a filter did not."""
+    ms = RECORD.timestamp * 1000
+    assert passes({"timestamp": {"$lt": ms + 1000}}) and not passes({"timestamp": {"$lt": ms - 1000}})
+    assert passes({"timestamp": RECORD.timestamp})
