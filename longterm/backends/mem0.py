@@ -36,6 +36,7 @@ embedded store the parent holds refuses (``qdrant.common.FORKED``); a platform c
 from __future__ import annotations
 
 import json
+import logging
 import os
 import warnings
 import weakref
@@ -66,6 +67,7 @@ from .mem0_erasing import Mem0Erasures, Mem0Ledger, Pairs, hider, stamp
 from .mem0_filters import EXPIRING, MARKER, Mem0Expiry, mem0_filters, payloads, refusal, tag_old
 from .mem0_writing import Mem0Writes, scope_user
 
+log = logging.getLogger(__name__)
 #: Largest number of memories of one user that count, scan and delete see at once.
 MAX_PER_USER = 100_000
 PLATFORM_HOST = "https://api.mem0.ai"
@@ -100,6 +102,14 @@ def _to_record(item: dict[str, Any]) -> MemoryRecord | None:
     if rec.text == text:
         return rec
     return rec.model_copy(update={"text": text, "content": {"role": rec.role, "parts": [{"text": text}]}})
+
+
+def _forget_history(path: Path) -> None:
+    """mem0's history file an earlier release kept under ``path`` removed: it held every text mem0 wrote,
+    erased and corrected ones too (``Mem0Config.oss_config``), and longterm never read it."""
+    for file in sorted(path.glob("history.db*")):
+        file.unlink(missing_ok=True)
+        log.info("mem0 at %s: removed %s, mem0's history of every text it wrote (erased ones too)", path, file.name)
 
 
 def collection_of(index: str) -> str:
@@ -212,6 +222,8 @@ class Mem0Backend(Mem0Erasures, Mem0Expiry, Mem0Writes):
                 "made with, or use another path or index."
             )
         config = self.cfg.oss_config(self.path, collection_of(self.cfg.index), embedder.dim)
+        if config["history_db_path"] == ":memory:":
+            _forget_history(self.path)
         shared = None
         if _ours(config["vector_store"]):
             from .qdrant.shared import local_client

@@ -180,14 +180,17 @@ class Mem0Config(BaseModel):
         return self.model_copy(update={"api_key": api_key, "host": host})
 
     def oss_config(self, path: Path, collection: str, dim: int) -> dict[str, Any]:
-        """mem0's ``Memory.from_config`` dict: an embedded Qdrant and history under ``path``, then
-        ``config`` merged over it (where a section keeps our provider, key by key)."""
+        """mem0's ``Memory.from_config`` dict: an embedded Qdrant under ``path`` and mem0's history in
+        memory, then ``config`` merged over it (where a section keeps our provider, key by key).
+
+        Why no history file: mem0 writes every text it stores there, and the old one of each delete and
+        update, and never removes a row; longterm reads none of it, and an erase must leave no copy."""
         qdrant = {"collection_name": collection, "path": str(path / "qdrant"), "embedding_model_dims": dim}
         base: dict[str, Any] = {
             "vector_store": {"provider": "qdrant", "config": {**qdrant, "on_disk": True}},
             # The engine replaces it with its own embedder right after construction; no key is sent.
             "embedder": {"provider": "openai", "config": {"api_key": "unused", "embedding_dims": dim}},
-            "history_db_path": str(path / "history.db"),
+            "history_db_path": ":memory:",
         }
         if not self.infer:
             base["llm"] = {"provider": "openai", "config": {"api_key": "unused-without-infer"}}

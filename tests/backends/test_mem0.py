@@ -254,3 +254,23 @@ async def test_platform_ledger_is_per_account_and_never_holds_the_key(
     ledger = b"".join(p.read_bytes() for p in _home.glob("ledger.db*"))
     assert ledger and b"key-one" not in ledger and b"key-two" not in ledger
     assert len(store) == 1  # the second account's save found the record already there: no second add
+
+
+def _holding(root: Path, word: bytes) -> list[str]:
+    """The files under ``root`` whose bytes hold ``word``."""
+    return sorted(str(f.relative_to(root)) for f in root.rglob("*") if f.is_file() and word in f.read_bytes())
+
+
+def test_erased_and_corrected_words_leave_no_copy_in_mems_history(tmp_path: Path) -> None:
+    """mem0 kept every text it wrote in ``history.db``, the old one of each delete and update too;
+    a store an earlier release left one in has it removed on open."""
+    old = tmp_path / "history.db"
+    old.write_bytes(b"an earlier release's history: zqxolder")
+    memory = _oss(tmp_path)
+    saved = memory.add_sync(["my code is zqxerased", "my pin is zqxbefore"], user_id="u1")
+    erased, corrected = saved.memory_ids
+    assert memory.delete_sync(erased, user_id="u1")
+    assert memory.update_sync(corrected, user_id="u1", text="my pin is zqxafter") is not None
+    memory.close_sync()
+    assert [_holding(tmp_path, w) for w in (b"zqxerased", b"zqxbefore", b"zqxolder")] == [[], [], []]
+    assert _holding(tmp_path, b"zqxafter"), "the new words are kept"
