@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Awaitable, Callable
 
 from .._sync import SyncPortal
@@ -37,6 +38,8 @@ class Sweeps:
     ) -> None:
         self._portal, self._sweep, self._clock = portal, sweep, clock
         self._timers: dict[Scope, tuple[float, asyncio.TimerHandle]] = {}
+        self._moments: dict[Scope, set[float]] = {}
+        """Each scope's moments still to sweep at (``_moment``), the timer's the earliest."""
         self._closed = False
 
     def due(self, scope: Scope, at: float) -> None:
@@ -44,25 +47,41 @@ class Sweeps:
         if not self._closed:
             self._portal().post(self._arm, scope, at)
 
+    def _moment(self, at: float) -> float:
+        """``at`` rounded up to a hundredth of the time left until it (at least 0.1 s): a sweep then
+        covers the saves of that stretch, so a user saving all day holds a few hundred moments, not one each."""
+        step = max(0.1, (at - self._clock()) / 100)
+        return math.ceil(at / step) * step
+
     def _arm(self, scope: Scope, at: float) -> None:
-        """On the memory's loop: a timer for ``scope`` at its earliest moment."""
+        """On the memory's loop: ``at`` kept among the scope's moments, and a timer at the earliest."""
+        if self._closed:
+            return
+        moments = self._moments.setdefault(scope, set())
+        moments.add(self._moment(at))
+        first = min(moments)
         held = self._timers.get(scope)
-        if self._closed or (held is not None and held[0] <= at):
+        if held is not None and held[0] <= first:
             return
         if held is not None:
             held[1].cancel()
-        delay = min(LONGEST, max(0.0, at - self._clock()) + GRACE)
+        delay = min(LONGEST, max(0.0, first - self._clock()) + GRACE)
         loop = asyncio.get_running_loop()
-        self._timers[scope] = (at, loop.call_later(delay, self._fire, scope, at))
+        self._timers[scope] = (first, loop.call_later(delay, self._fire, scope, first))
 
     def _fire(self, scope: Scope, at: float) -> None:
         self._timers.pop(scope, None)
         if self._closed:
             return
-        if self._clock() < at:  # the clock has not reached it yet (a long wait, or a clock a test holds)
+        now = self._clock()
+        if now < at:  # the clock has not reached it yet (a long wait, or a clock a test holds)
             self._arm(scope, at)
             return
+        later = {m for m in self._moments.pop(scope, set()) if m > now}
         asyncio.ensure_future(self._run(scope))
+        if later:  # what later saves let expire after this moment: swept at its own
+            self._moments[scope] = later
+            self._arm(scope, min(later))
 
     async def _run(self, scope: Scope) -> None:
         try:
@@ -74,3 +93,4 @@ class Sweeps:
     def cancel(self) -> None:
         """At close: no sweep starts any more (the timers still held fire as no-ops, or stop with the loop)."""
         self._closed = True
+        self._moments.clear()

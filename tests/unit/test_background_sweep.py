@@ -52,3 +52,18 @@ def test_a_closed_memory_sweeps_no_more(tmp_path: Path) -> None:
     time.sleep(0.3)
     with LongTermMemory(app_name="app", backend_config={"path": path}) as again:
         assert _stored(again) == ["a one-time code 441200"]  # still on disk: `delete --expired` takes it
+
+
+def test_a_save_expiring_after_a_pending_sweep_is_swept_at_its_own_moment(tmp_path: Path) -> None:
+    """A second save's memories, expiring after the first's sweep, were never swept in the background."""
+    clock = Clock()
+    memory = LongTermMemory(app_name="app", backend_config={"path": str(tmp_path / "m.db")}, clock=clock)
+    memory.add_sync("a first code 441200", user_id="u", ttl=0.2)
+    clock.now += 0.1
+    memory.add_sync("a later code 551300", user_id="u", ttl=0.5)  # expires 0.6 from the start
+    memory.add_sync("my name is Ines", user_id="u")
+    clock.now += 0.2
+    assert _until(lambda: _stored(memory) == ["a later code 551300", "my name is Ines"]), _stored(memory)
+    clock.now += 0.4
+    assert _until(lambda: _stored(memory) == ["my name is Ines"]), _stored(memory)
+    memory.close_sync()
