@@ -8,29 +8,46 @@ what an erase deleted: Redis appends a ``DEL`` to the AOF and never removes the 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ...errors import BackendError
 
 
 def purge(r: Any, where: str) -> None:
-    """Blocking, as long as the rewrites take (an operator's command); ``BackendError`` if one failed."""
-    info = r.info("persistence")
-    started = []
-    if int(info.get("aof_enabled", 0)):
+    """Blocking, as long as the rewrites take (an operator's command); ``BackendError`` if one failed.
+
+    One after the other: a ``BGSAVE`` asked while the AOF is rewritten is only scheduled, and INFO
+    shows no such schedule, so it looked done before it began. A snapshot counts as taken once
+    ``rdb_saves`` (Redis 7) passed what it was when asked, or, without that field, once none runs."""
+    if int(r.info("persistence").get("aof_enabled", 0)):
         r.bgrewriteaof()
-        started.append(("aof_rewrite_in_progress", "aof_rewrite_scheduled", "aof_last_bgrewrite_status"))
+        _wait(r, where, "aof_rewrite_in_progress", "aof_last_bgrewrite_status", scheduled="aof_rewrite_scheduled")
     if _snapshots(r):
+        before = r.info("persistence").get("rdb_saves")
         r.bgsave(schedule=True)
-        started.append(("rdb_bgsave_in_progress", "rdb_bgsave_in_progress", "rdb_last_bgsave_status"))
-    while started:
+        done = None if before is None else lambda info: int(info.get("rdb_saves", 0)) > int(before)
+        _wait(r, where, "rdb_bgsave_in_progress", "rdb_last_bgsave_status", done=done)
+
+
+def _wait(
+    r: Any,
+    where: str,
+    running: str,
+    status: str,
+    *,
+    scheduled: str | None = None,
+    done: Callable[[dict[str, Any]], bool] | None = None,
+) -> None:
+    """Until the rewrite INFO's ``running`` (and ``scheduled``) names is over (and ``done``); its ``status`` checked."""
+    while True:
         time.sleep(0.05)
         info = r.info("persistence")
-        for running, scheduled, status in list(started):
-            if not int(info.get(running, 0)) and not int(info.get(scheduled, 0)):
-                if info.get(status) not in ("ok", None):
-                    raise BackendError(f"redis at {where}: purging failed ({status}: {info.get(status)}).")
-                started.remove((running, scheduled, status))
+        busy = int(info.get(running, 0)) or (scheduled is not None and int(info.get(scheduled, 0)))
+        if not busy and (done is None or done(info)):
+            if info.get(status) not in ("ok", None):
+                raise BackendError(f"redis at {where}: purging failed ({status}: {info.get(status)}).")
+            return
 
 
 def _snapshots(r: Any) -> bool:
