@@ -393,8 +393,8 @@ def truncate_wal(conn: sqlite3.Connection, path: Path) -> None:
     busy = conn.execute(sql.TRUNCATE_WAL).fetchone()[0]
     if busy:
         log.warning(
-            "local %s: the erase (or correction) is done, but a reader kept the write-ahead log (%s-wal) from "
-            "being emptied, so it may hold the old words until the next erase or the last connection closes",
+            "local %s: the erase (or correction) is done, but a reader's snapshot kept its pages from being written "
+            "back, so the store file (%s) may hold the old words until the next erase or the last connection closes",
             path,
             path.name,
         )
