@@ -122,6 +122,15 @@ def _ties(view: SessionView) -> dict[int, int]:
     return ranks
 
 
+def _dated(event: Event | TextEvent, timestamp: float) -> Event | TextEvent:
+    """``event`` at ``timestamp``: a copy of an ``Event`` (``to_event`` hands back the caller's own
+    object, which a save must not change: a later save reads its time again), our ``TextEvent`` itself."""
+    if isinstance(event, TextEvent):
+        event.timestamp = timestamp
+        return event
+    return event.model_copy(update={"timestamp": timestamp})
+
+
 def plan_save(
     view: SessionView,
     saved: set[str],
@@ -156,9 +165,9 @@ def plan_save(
         plan.covered.append(eid)
         event = (text_event(view.raw_events[i], eid) if texts else None) or view.event(i)
         if not event.timestamp:  # no time given: the time of its first save, in the session's order
-            event.timestamp = now + i * TIE
+            event = _dated(event, now + i * TIE)
         elif i in ties:
-            event.timestamp += ties[i] * TIE
+            event = _dated(event, event.timestamp + ties[i] * TIE)
         record = make_record(view.app_name, view.user_id, view.session_id, event, policy, metadata)
         if record is not None:
             plan.records.append(record)

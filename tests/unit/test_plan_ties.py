@@ -26,3 +26,18 @@ def test_a_growing_session_dates_each_tied_event_as_its_first_save_did() -> None
     times = {r.event_id: r.timestamp for r in [*first.records, *later.records]}
     # "z" repeated identically is one event: it takes no rank; "q" has a time of its own
     assert times == {"z": T, "a": T + TIE, "m": T + 2 * TIE, "q": T + 5}
+
+
+def test_a_save_never_changes_the_callers_events() -> None:
+    """``to_event`` hands back the caller's own ``Event``: a save that dated it in place moved its time
+    for the next save, which then ranked the session's tied events anew."""
+    from longterm.sessions import Event
+
+    call = {"function_call": {"name": "weather", "args": {"city": "Oslo"}}}  # not text alone: read as an Event
+    given = [_event("z", "z"), _event("a", "a"), _event("n", "none", 0)]
+    events = [Event.model_validate({**e, "content": {"role": "model", "parts": [call]}}) for e in given]
+    plan_save(_view(events), set(), POLICY, now=T + 9)  # type: ignore[arg-type]
+    assert [e.timestamp for e in events] == [T, T, 0]
+    later = Event.model_validate({**_event("m", "m"), "content": {"role": "model", "parts": [call]}})
+    again = plan_save(_view([*events, later]), {"z", "a", "n"}, POLICY)  # type: ignore[list-item]
+    assert [(r.event_id, r.timestamp) for r in again.records] == [("m", T + 2 * TIE)]
