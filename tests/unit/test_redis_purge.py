@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from redis.exceptions import ResponseError
 
 from longterm.backends.redis.purge import purge
 from longterm.errors import BackendError
@@ -27,8 +28,14 @@ class ScriptedRedis:
     def bgrewriteaof(self) -> None:
         self.calls.append("BGREWRITEAOF")
 
+    refuse = 0
+    """How many BGSAVEs Redis refuses first (its own snapshot runs)."""
+
     def bgsave(self, schedule: bool = False) -> None:
         self.calls.append("BGSAVE SCHEDULE" if schedule else "BGSAVE")
+        if self.refuse:
+            self.refuse -= 1
+            raise ResponseError("Background save already in progress")
 
 
 def _info(aof: int = 0, rdb: int = 0, saves: int = 5, status: str = "ok") -> dict[str, Any]:
@@ -44,14 +51,28 @@ def _info(aof: int = 0, rdb: int = 0, saves: int = 5, status: str = "ok") -> dic
 
 
 def test_purge_waits_for_a_snapshot_that_was_only_scheduled() -> None:
-    scheduled = [_info(), _info(aof=1), _info(), _info(), _info(), _info(), _info(rdb=1), _info(saves=6)]
-    r = ScriptedRedis([_info(), *scheduled])
+    rewrite = [_info(aof=1), _info()]
+    asked = [_info(), _info()]  # none running; rdb_saves when asked
+    scheduled = [_info(), _info(), _info(rdb=1), _info(saves=6)]  # INFO shows no schedule, then it runs
+    r = ScriptedRedis([_info(), *rewrite, *asked, *scheduled])
     purge(r, "127.0.0.1:6379")
     assert r.calls == ["BGREWRITEAOF", "BGSAVE SCHEDULE"]
     assert r.infos == [_info(saves=6)], "purge returned before the snapshot it asked for was taken"
 
 
+def test_a_snapshot_redis_runs_already_is_waited_out_and_ours_asked_again() -> None:
+    """Redis refuses a BGSAVE while its own runs (a save point), and that one may predate the erase."""
+    first = [_info(), _info(), _info(), _info()]  # AOF on, rewritten, none running, rdb_saves 5: refused
+    theirs = [_info(rdb=1), _info(saves=6)]  # Redis's own snapshot runs, then ends
+    ours = [_info(saves=6), _info(saves=6), _info(rdb=1, saves=6), _info(saves=7)]  # asked at 6: taken at 7
+    r = ScriptedRedis([*first, *theirs, *ours])
+    r.refuse = 1
+    purge(r, "127.0.0.1:6379")
+    assert r.calls == ["BGREWRITEAOF", "BGSAVE SCHEDULE", "BGSAVE SCHEDULE"]
+    assert r.infos == [_info(saves=7)]
+
+
 def test_a_failed_snapshot_is_an_error() -> None:
-    r = ScriptedRedis([_info(), _info(), _info(), _info(saves=6, status="err")])
+    r = ScriptedRedis([_info(), _info(), _info(), _info(), _info(saves=6, status="err")])
     with pytest.raises(BackendError, match="purging failed"):
         purge(r, "127.0.0.1:6379")

@@ -24,17 +24,33 @@ def purge(r: Any, where: str) -> None:
         r.bgrewriteaof()
         _wait(r, where, "aof_rewrite_in_progress", "aof_last_bgrewrite_status", scheduled="aof_rewrite_scheduled")
     if _snapshots(r):
-        before = r.info("persistence").get("rdb_saves")
-        r.bgsave(schedule=True)
+        before = _snapshot(r, where)
         done = None if before is None else lambda info: int(info.get("rdb_saves", 0)) > int(before)
         _wait(r, where, "rdb_bgsave_in_progress", "rdb_last_bgsave_status", done=done)
+
+
+def _snapshot(r: Any, where: str) -> Any:
+    """Ask for a snapshot of its own (one Redis runs already may predate the erase: waited out, then
+    asked again); ``rdb_saves`` as it was when asked (None: a Redis before 7)."""
+    from redis.exceptions import ResponseError  # the engine's extra: installed wherever a client is
+
+    while True:
+        _wait(r, where, "rdb_bgsave_in_progress", None)  # not ours: its status is not ours to report
+        before = r.info("persistence").get("rdb_saves")
+        try:
+            r.bgsave(schedule=True)
+        except ResponseError as exc:
+            if "in progress" not in str(exc):
+                raise
+            continue
+        return before
 
 
 def _wait(
     r: Any,
     where: str,
     running: str,
-    status: str,
+    status: str | None,
     *,
     scheduled: str | None = None,
     done: Callable[[dict[str, Any]], bool] | None = None,
@@ -45,7 +61,7 @@ def _wait(
         info = r.info("persistence")
         busy = int(info.get(running, 0)) or (scheduled is not None and int(info.get(scheduled, 0)))
         if not busy and (done is None or done(info)):
-            if info.get(status) not in ("ok", None):
+            if status is not None and info.get(status) not in ("ok", None):
                 raise BackendError(f"redis at {where}: purging failed ({status}: {info.get(status)}).")
             return
 
