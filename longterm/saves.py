@@ -99,27 +99,8 @@ def _make_record(
     )
 
 
-#: Seconds between events of a session given one time, or none (the clock's microsecond).
+#: Seconds between events of a session given no time (the clock's microsecond), in the session's order.
 TIE = 1e-6
-
-
-def _ties(view: SessionView) -> dict[int, int]:
-    """Index -> rank of each event of ``view`` given the time of an earlier event of another id
-    (1 for the second, ...), counted over the whole session so a later save ranks an event as the
-    first did. Why here and not in the engines: local broke such ties by save order, the others by
-    event id (a hash, for most), so a hit's neighbours differed by engine."""
-    seen: dict[Any, set[str]] = {}
-    ranks: dict[int, int] = {}
-    for i, (raw, eid) in enumerate(zip(view.raw_events, view.event_ids, strict=True)):
-        given = raw.get("timestamp") if isinstance(raw, dict) else getattr(raw, "timestamp", None)
-        if not given or not isinstance(given, (int, float, str)):
-            continue
-        ids = seen.setdefault(given, set())
-        if eid not in ids:
-            ids.add(eid)
-            if len(ids) > 1:
-                ranks[i] = len(ids) - 1
-    return ranks
 
 
 def _dated(event: Event | TextEvent, timestamp: float) -> Event | TextEvent:
@@ -146,15 +127,10 @@ def plan_save(
 
     An id that comes twice in ``view`` (an identical event repeated, see ``event_ids``) is one
     event: covered and written once, so the ``SaveResult`` counts what was written.
-
-    Events given one time keep the session's order: each after the first is dated ``TIE`` after
-    the one before it (``_ties``), since every engine orders a user's memories, and a hit's turns
-    before and after, by time.
     """
     plan = SavePlan()
     planned: set[str] = set()
     now = time.time() if now is None else now
-    ties = _ties(view)
     # An event of text parts alone is read without the models (``sessions.text_events``), unless the
     # policy has a ``select`` of its own, which is given ``Event``s.
     texts = type(policy).select is OWN_SELECT
@@ -166,8 +142,6 @@ def plan_save(
         event = (text_event(view.raw_events[i], eid) if texts else None) or view.event(i)
         if not event.timestamp:  # no time given: the time of its first save, in the session's order
             event = _dated(event, now + i * TIE)
-        elif i in ties:
-            event = _dated(event, event.timestamp + ties[i] * TIE)
         record = make_record(view.app_name, view.user_id, view.session_id, event, policy, metadata)
         if record is not None:
             plan.records.append(record)

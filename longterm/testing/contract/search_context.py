@@ -62,22 +62,6 @@ class SearchContext:
         assert (await memory.search("Luna", user_id="u1"))[0].context == []  # only when asked
 
     @pytest.mark.asyncio
-    async def test_turns_given_one_time_keep_the_sessions_order(self, memory: LongTermMemory) -> None:
-        """An import knowing only each session's time (local kept save order; the others ordered such
-        turns by event id, here in another order than the session's)."""
-        texts = ["we booked the hotel in Kyoto", "it has an onsen", "then a train to Osaka", "dinner was ramen"]
-        ids = ["zq", "b", "m4", "a"]
-        events = [
-            {"id": i, "author": "user", "timestamp": MAY, "content": {"role": "user", "parts": [{"text": t}]}}
-            for i, t in zip(ids, texts, strict=True)
-        ]
-        await memory.add_session_to_memory({"id": "trip", "app_name": "app", "user_id": "u1", "events": events})
-        res = await memory.search_memory(app_name="app", user_id="u1", query="hotel Kyoto", context=1)
-        assert [c["text"] for c in res.memories[0].custom_metadata["context"]] == ["it has an onsen"]
-        res = await memory.search_memory(app_name="app", user_id="u1", query="train to Osaka", context=1)
-        assert [c["text"] for c in res.memories[0].custom_metadata["context"]] == [texts[1], texts[3]]
-
-    @pytest.mark.asyncio
     async def test_an_erased_turns_words_are_found_through_no_neighbour(self, memory: LongTermMemory) -> None:
         turns = [
             ("user", "my locker code is zanzibar", MAY),
