@@ -286,8 +286,10 @@ class Saver:
         three steps. ``reconsider``: plan every event, whatever the ledger holds, and write them all
         (``new_only`` off)."""
         engine, sid, ledger = self.parts.engine, view.session_id, self.parts.ledger
-        also = deltas.others(sid)  # an event handled with its session and without it is one event
-        if not also:
+        # An event handled with its session and without it is one event; a reconsidered save considers
+        # them all again (an event a delta's policy dropped can be kept with its session then).
+        also = () if reconsider else deltas.others(sid)
+        if sid == deltas.EVENTS:
             with self._guard("reading the ledger"):
                 view = deltas.without(view, await deltas.in_sessions(ledger, scope, view.event_ids))
         settled: set[str] = set()

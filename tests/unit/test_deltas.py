@@ -54,3 +54,18 @@ async def test_a_ledger_that_cannot_list_its_sessions_leaves_a_delta_unchecked()
     ledger = _Unlisted()
     await ledger.mark_saved(SCOPE, "s1", ["e1"])
     assert await in_sessions(ledger, SCOPE, ["e1"]) == set()
+
+
+def test_an_event_a_deltas_policy_dropped_is_saved_with_its_session_when_reconsidered(tmp_path) -> None:
+    """The deltas' ledger marks what their policy dropped too; a reconsidered save of the session
+    under another policy must be able to keep it (it was never saved)."""
+    from longterm import LongTermMemory
+    from longterm.testing import make_session
+
+    session = make_session("s1", "app", "u1", [("user", "I swim on Mondays"), ("model", "noted: swimming Mondays")])
+    with LongTermMemory(app_name="app", backend_config={"path": str(tmp_path / "m.db")}) as memory:
+        delta = memory.portal.call(memory.add_events_to_memory(app_name="app", user_id="u1", events=session["events"]))
+        assert delta.saved == 1  # the default policy keeps the user's turn only
+        again = memory.add_session_to_memory_sync(session, auto_save_memory_policy="all", reconsider=True)
+        assert "noted: swimming Mondays" in [m.text for m in memory.get_all_sync(user_id="u1").memories]
+        assert again.saved >= 1
