@@ -107,9 +107,20 @@ def _to_record(item: dict[str, Any]) -> MemoryRecord | None:
 def _forget_history(path: Path) -> None:
     """mem0's history file an earlier release kept under ``path`` removed: it held every text mem0 wrote,
     erased and corrected ones too (``Mem0Config.oss_config``), and longterm never read it."""
-    for file in sorted(path.glob("history.db*")):
+    for name in ("history.db", "history.db-wal", "history.db-shm", "history.db-journal"):
+        file = path / name
+        if not file.is_file():
+            continue
         file.unlink(missing_ok=True)
         log.info("mem0 at %s: removed %s, mem0's history of every text it wrote (erased ones too)", path, file.name)
+
+
+def _keep_no_history(memory: Any) -> None:
+    """mem0 writes no history rows: longterm reads none, and each held a text (erased ones too)."""
+    db = getattr(memory, "db", None)
+    for name in ("add_history", "batch_add_history"):
+        if callable(getattr(db, name, None)):
+            setattr(db, name, lambda *args, **kwargs: None)
 
 
 def collection_of(index: str) -> str:
@@ -246,6 +257,8 @@ class Mem0Backend(Mem0Erasures, Mem0Expiry, Mem0Writes):
         if shared is not None:
             memory.vector_store.is_local = True  # a client handed over reads as a server's to mem0
         memory.embedding_model = self._adapter = Mem0Embedding(embedder)
+        if config["history_db_path"] == ":memory:":  # kept nowhere: in memory it grew with every write
+            _keep_no_history(memory)
         self._mem, self._shared = memory, shared
         self._release = weakref.finalize(self, _release, memory, shared)
         if not have:

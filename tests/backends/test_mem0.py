@@ -266,11 +266,15 @@ def test_erased_and_corrected_words_leave_no_copy_in_mems_history(tmp_path: Path
     a store an earlier release left one in has it removed on open."""
     old = tmp_path / "history.db"
     old.write_bytes(b"an earlier release's history: zqxolder")
+    (tmp_path / "history.db.my-backup").write_bytes(b"the user's own file")  # not mem0's: kept
     memory = _oss(tmp_path)
     saved = memory.add_sync(["my code is zqxerased", "my pin is zqxbefore"], user_id="u1")
     erased, corrected = saved.memory_ids
     assert memory.delete_sync(erased, user_id="u1")
     assert memory.update_sync(corrected, user_id="u1", text="my pin is zqxafter") is not None
+    history = memory.backend_instance._mem.db.connection  # type: ignore[attr-defined]
+    assert history.execute("SELECT count(*) FROM history").fetchone()[0] == 0, "no history, in memory either"
     memory.close_sync()
+    assert (tmp_path / "history.db.my-backup").exists()
     assert [_holding(tmp_path, w) for w in (b"zqxerased", b"zqxbefore", b"zqxolder")] == [[], [], []]
     assert _holding(tmp_path, b"zqxafter"), "the new words are kept"
