@@ -99,7 +99,11 @@ def _scalar(value: Any, where: str, field: str | None) -> Scalar:
         if isinstance(value, bool) or value is None:
             raise _bad(where, f"a timestamp is seconds, an aware datetime or ISO 8601, not {value!r}")
         if isinstance(value, (int, float)):
-            if not math.isfinite(value):
+            try:
+                seconds = float(value)
+            except OverflowError:  # an int past any float is past any time too
+                raise _bad(where, "a timestamp this large is no time") from None
+            if not math.isfinite(seconds):
                 raise _bad(where, f"{value!r} is not a finite number")
             return value / 1000 if value > MILLISECONDS else value  # as an event's time and ``before=`` read it
         from ..sessions import parse_timestamp

@@ -138,3 +138,8 @@ def test_a_time_in_milliseconds_means_in_a_filter_what_it_means_in_an_erase() ->
     ms = RECORD.timestamp * 1000
     assert passes({"timestamp": {"$lt": ms + 1000}}) and not passes({"timestamp": {"$lt": ms - 1000}})
     assert passes({"timestamp": RECORD.timestamp})
+
+
+def test_a_timestamp_past_any_float_is_refused_by_name() -> None:
+    with pytest.raises(InvalidInputError, match="no time"):
+        parse_filter({"timestamp": {"$gt": 10**400}})
