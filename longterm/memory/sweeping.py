@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 #: Seconds after a memory's moment its sweep starts (a save and its expiry racing each other settle first).
 GRACE = 0.05
+#: Most seconds a sweep runs after its moment (what a scope's moments are rounded up by, at most).
+LATEST = 600.0
 #: Longest a timer waits before it looks again (the clock a test injects may have moved meanwhile).
 LONGEST = 3_600.0
 
@@ -48,9 +50,9 @@ class Sweeps:
             self._portal().post(self._arm, scope, at)
 
     def _moment(self, at: float) -> float:
-        """``at`` rounded up to a hundredth of the time left until it (at least 0.1 s): a sweep then
+        """``at`` rounded up to a hundredth of the time left until it (0.1 s to ``LATEST``): a sweep then
         covers the saves of that stretch, so a user saving all day holds a few hundred moments, not one each."""
-        step = max(0.1, (at - self._clock()) / 100)
+        step = min(LATEST, max(0.1, (at - self._clock()) / 100))
         return math.ceil(at / step) * step
 
     def _arm(self, scope: Scope, at: float) -> None:
