@@ -96,7 +96,7 @@ def _found(hit: Hit) -> dict[str, Any]:
     with ``{"backend": "mine"}`` showed ``"local"`` here and its own key elsewhere. Here
     ``metadata`` is the memory's own, as ``list_memories``, the API and export give it.
     """
-    rec = hit.record
+    rec, degraded = hit.record, hit.extra.get("degraded")
     return {
         "id": rec.id,
         "text": rec.text,
@@ -104,6 +104,7 @@ def _found(hit: Hit) -> dict[str, Any]:
         "timestamp": rec.iso_timestamp(),
         "score": hit.score,
         "arms": dict(hit.arms),
+        **({"degraded": str(degraded)} if degraded else {}),  # why a search had less than it was set up with
         "session_id": rec.session_id,
         "event_id": rec.event_id,
         "metadata": rec.metadata,

@@ -50,6 +50,16 @@ async def test_search_gives_the_metadata_as_saved_with_the_librarys_fields_besid
     assert {k: hit[k] for k in listed} == listed
 
 
+def test_a_search_that_had_less_than_it_was_set_up_with_says_why() -> None:
+    from longterm.records import Hit
+    from longterm.testing import make_record
+
+    why = "vectors are off: words only"
+    hit = Hit(record=make_record("tea"), score=0.5, arms={"fulltext": 1.0}, extra={"degraded": why})
+    assert tools._found(hit)["degraded"] == why
+    assert "degraded" not in tools._found(Hit(record=make_record("tea"), score=0.5))
+
+
 async def test_a_bug_of_ours_is_an_internal_error_and_the_server_goes_on(
     memory: LongTermMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
