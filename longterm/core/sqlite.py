@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import private_dir
-from ..errors import BackendError, BackendUnavailableError, ConfigurationError
+from ..errors import BackendError, BackendUnavailableError, ConfigurationError, InvalidInputError
 from .errors import Rule
 
 log = logging.getLogger(__name__)
@@ -103,6 +103,12 @@ SQLITE_RULES = (
         lambda e: isinstance(e, sqlite3.OperationalError) and ("locked" in str(e) or "busy" in str(e)),
         BackendUnavailableError,
         f"Another process held the file locked for {BUSY_TIMEOUT_MS // 1000} s; retry, or look for a stuck writer.",
+    ),
+    Rule(
+        "parser stack overflow",
+        InvalidInputError,
+        "The filter nests deeper than SQLite's parser takes on this store; nest it less (an $and of an $and "
+        "is one $and of all their parts).",
     ),
     Rule(
         "disk is full",

@@ -143,3 +143,17 @@ def test_a_time_in_milliseconds_means_in_a_filter_what_it_means_in_an_erase() ->
 def test_a_timestamp_past_any_float_is_refused_by_name() -> None:
     with pytest.raises(InvalidInputError, match="no time"):
         parse_filter({"timestamp": {"$gt": 10**400}})
+
+
+def test_a_filter_too_deep_for_the_local_sql_is_the_callers_error_saying_what_to_do(tmp_path: Any) -> None:
+    """SQLite's parser overflows on some filters the syntax takes (nested as each $and's last part):
+    a BackendError said the store failed; it is the input, and the message says how to nest less."""
+    from longterm import LongTermMemory
+
+    spec: dict[str, Any] = {"k": 1}
+    for i in range(20):
+        spec = {("$or", "$and")[i % 2]: [{"k": {"$gt": 1}}, spec]}
+    with LongTermMemory(backend_config={"path": str(tmp_path / "m.db")}) as memory:
+        memory.add_sync("a note", user_id="u", metadata={"k": 2})
+        with pytest.raises(InvalidInputError, match="nest it less"):
+            memory.count_sync(app_name="default_app", user_id="u", filters=spec)
