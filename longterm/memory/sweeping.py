@@ -56,12 +56,14 @@ class Sweeps:
         return math.ceil(at / step) * step
 
     def _arm(self, scope: Scope, at: float) -> None:
-        """On the memory's loop: ``at`` kept among the scope's moments, and a timer at the earliest."""
-        if self._closed:
-            return
-        moments = self._moments.setdefault(scope, set())
-        moments.add(self._moment(at))
-        first = min(moments)
+        """On the memory's loop: ``at`` kept among the scope's moments (``_schedule`` times the earliest)."""
+        if not self._closed:
+            self._moments.setdefault(scope, set()).add(self._moment(at))
+            self._schedule(scope)
+
+    def _schedule(self, scope: Scope) -> None:
+        """A timer for ``scope`` at its earliest moment, unless one is set for that or earlier."""
+        first = min(self._moments[scope])
         held = self._timers.get(scope)
         if held is not None and held[0] <= first:
             return
@@ -77,13 +79,13 @@ class Sweeps:
             return
         now = self._clock()
         if now < at:  # the clock has not reached it yet (a long wait, or a clock a test holds)
-            self._arm(scope, at)
+            self._schedule(scope)
             return
         later = {m for m in self._moments.pop(scope, set()) if m > now}
         asyncio.ensure_future(self._run(scope))
         if later:  # what later saves let expire after this moment: swept at its own
             self._moments[scope] = later
-            self._arm(scope, min(later))
+            self._schedule(scope)
 
     async def _run(self, scope: Scope) -> None:
         try:
