@@ -75,12 +75,14 @@ def _as_tool_error(fn: F) -> F:
     return call  # type: ignore[return-value]
 
 
-def _listed(rec: MemoryRecord) -> dict[str, Any]:
+def _listed(rec: MemoryRecord, **found: Any) -> dict[str, Any]:
+    """One memory as ``list_memories`` gives it; ``found``: what a search adds, after its time."""
     return {
         "id": rec.id,
         "text": rec.text,
         "author": rec.author or None,
         "timestamp": rec.iso_timestamp(),
+        **found,
         "session_id": rec.session_id,
         "event_id": rec.event_id,
         "metadata": rec.metadata,
@@ -96,19 +98,10 @@ def _found(hit: Hit) -> dict[str, Any]:
     with ``{"backend": "mine"}`` showed ``"local"`` here and its own key elsewhere. Here
     ``metadata`` is the memory's own, as ``list_memories``, the API and export give it.
     """
-    rec, degraded = hit.record, hit.extra.get("degraded")
-    return {
-        "id": rec.id,
-        "text": rec.text,
-        "author": rec.author or None,
-        "timestamp": rec.iso_timestamp(),
-        "score": hit.score,
-        "arms": dict(hit.arms),
-        **({"degraded": str(degraded)} if degraded else {}),  # why a search had less than it was set up with
-        "session_id": rec.session_id,
-        "event_id": rec.event_id,
-        "metadata": rec.metadata,
-    }
+    degraded = hit.extra.get("degraded")  # why a search had less than it was set up with
+    return _listed(
+        hit.record, score=hit.score, arms=dict(hit.arms), **({"degraded": str(degraded)} if degraded else {})
+    )
 
 
 class MemoryTools:
