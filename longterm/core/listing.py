@@ -13,7 +13,6 @@ one can read.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import AsyncIterator, Callable
 from functools import partial
 from typing import TYPE_CHECKING, TypeVar
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 from ..records import MemoryRecord, Scope
 from .capabilities import capabilities
 from .selection import Cursor, Page
-from .where import Where, given, living, takes_where
+from .where import Where, given, living, takes, takes_where
 
 T = TypeVar("T")
 
@@ -102,7 +101,7 @@ class Listing:
         each scope counted again here, through ``count``."""
         if at is None:
             return await self._read("listing users", self._scopes)
-        if _takes_at(self._scopes):
+        if takes(self._scopes, "at"):
             found = await self._read("listing users", partial(self._scopes, at=at))
             return [(a, u, n) for a, u, n in found if n]
         alive = living(None, at)
@@ -112,11 +111,3 @@ class Listing:
     async def indices(self) -> list[str]:
         """The index names of this store that hold records (``_indices``)."""
         return await self._read("listing indices", self._indices)
-
-
-def _takes_at(fn: Callable[..., object]) -> bool:
-    """Whether ``fn`` (an engine's ``_scopes``) takes ``at=``."""
-    try:
-        return "at" in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False

@@ -304,18 +304,24 @@ def holds(node: Node, tokens: frozenset[str] | set[str], timestamp: float, expir
 def takes_where(fn: Callable[..., object]) -> bool:
     """Whether ``fn`` (a primitive, a backend's method, or a hook with ``target()``) takes ``where=``:
     one written before filters does not, and is then asked without it and checked here."""
+    return takes(fn, "where")
+
+
+def takes(fn: Callable[..., object], name: str) -> bool:
+    """Whether ``fn`` (as ``takes_where`` reads it) takes the keyword ``name``: a primitive written
+    before that argument existed does not."""
     target = getattr(fn, "target", None)
     fn = target() if callable(target) else fn
-    return _takes_where(getattr(fn, "__func__", fn))
+    return _takes(getattr(fn, "__func__", fn), name)
 
 
 @functools.lru_cache(maxsize=256)
-def _takes_where(fn: Callable[..., object]) -> bool:
+def _takes(fn: Callable[..., object], name: str) -> bool:
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
         return False
-    return any(p.name == "where" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 def given(where: Where | None, fn: Callable[..., object] | None = None) -> dict[str, Where]:
@@ -362,6 +368,7 @@ __all__ = [
     "deeper",
     "living",
     "given",
+    "takes",
     "takes_where",
     "holds",
     "record_tokens",
